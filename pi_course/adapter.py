@@ -1,0 +1,236 @@
+"""Practice 5.2 — the adapter: validated ``ProviderChunk``s in, canonical ``ModelEvent``s out.
+
+The adapter never sees ``choices``, SSE or HTTP; a transport hands it three kinds of chunk.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable, Iterable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal, Protocol, TypeAlias
+
+from .outbound import build_request
+from .types import (
+    EMPTY_USAGE,
+    AbortError,
+    AbortSignal,
+    AgentContext,
+    AssistantContent,
+    AssistantMessage,
+    DoneEvent,
+    ErrorEvent,
+    ModelEvent,
+    ModelStream,
+    StartEvent,
+    StopReason,
+    TextContent,
+    TextDeltaEvent,
+    ToolCall,
+    ToolCallDeltaEvent,
+    ToolCallEndEvent,
+    Usage,
+    now_ms,
+)
+
+# --- the seam between transport and adapter -----------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TextChunk:
+    delta: str
+    type: ClassVar[Literal["text"]] = "text"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolChunk:
+    index: int
+    id: str | None = None
+    name: str | None = None
+    arguments_delta: str | None = None
+    type: ClassVar[Literal["tool"]] = "tool"
+
+
+FinishReason: TypeAlias = Literal["stop", "length", "tool_calls"]
+
+
+@dataclass(frozen=True, slots=True)
+class FinishChunk:
+    reason: FinishReason
+    usage: Usage | None = None
+    type: ClassVar[Literal["finish"]] = "finish"
+
+
+ProviderChunk: TypeAlias = TextChunk | ToolChunk | FinishChunk
+ProviderRequest: TypeAlias = dict[str, Any]
+
+
+class ProviderTransport(Protocol):
+    def stream(
+        self, request: ProviderRequest, *, signal: AbortSignal | None = None
+    ) -> AsyncIterator[ProviderChunk]: ...
+
+
+class _FixedTransport:
+    def __init__(self, chunks: Iterable[ProviderChunk | BaseException]) -> None:
+        self.chunks = tuple(chunks)
+        self.requests: list[ProviderRequest] = []
+
+    async def stream(
+        self, request: ProviderRequest, *, signal: AbortSignal | None = None
+    ) -> AsyncIterator[ProviderChunk]:
+        self.requests.append(request)
+        for chunk in self.chunks:
+            if signal is not None and signal.aborted:
+                raise AbortError()
+            if isinstance(chunk, BaseException):
+                raise chunk
+            yield chunk
+
+    def __repr__(self) -> str:
+        return f"fixed_transport({len(self.chunks)} chunks)"
+
+
+def fixed_transport(chunks: Iterable[ProviderChunk | BaseException]) -> _FixedTransport:
+    """An offline transport yielding ``chunks`` in order; an exception in the list is raised there.
+
+    It records each request it was given in ``.requests``.
+    """
+    return _FixedTransport(chunks)
+
+
+# --- the adapter --------------------------------------------------------------------------------
+
+_STOP_REASONS: dict[FinishReason, Literal["stop", "length", "toolUse"]] = {
+    "stop": "stop",
+    "length": "length",
+    "tool_calls": "toolUse",
+}
+
+
+@dataclass
+class ToolBuffer:
+    """What one provider tool index has streamed so far, and the content slot it owns."""
+
+    id: str
+    name: str
+    raw_arguments: str
+    content_index: int
+
+    def streaming_call(self) -> ToolCall:
+        # While streaming, both fields hold the raw text: it may not be valid JSON yet.
+        return ToolCall(self.id, self.name, self.raw_arguments, self.raw_arguments)
+
+
+class OpenAICompatibleModel:
+    """A :class:`~pi_course.types.Model` over any :class:`ProviderTransport`."""
+
+    def __init__(
+        self,
+        *,
+        provider: str,
+        model: str,
+        transport: ProviderTransport,
+        clock: Callable[[], int] = now_ms,
+    ) -> None:
+        self.provider = provider
+        self.model = model
+        self.transport = transport
+        self.clock = clock
+
+    def __repr__(self) -> str:
+        return f"OpenAICompatibleModel(provider={self.provider!r}, model={self.model!r})"
+
+    def stream(self, context: AgentContext, *, signal: AbortSignal | None = None) -> ModelStream:
+        return ModelStream(self._events(context, signal))
+
+    async def _events(self, context: AgentContext, signal: AbortSignal | None) -> AsyncIterator[ModelEvent]:
+        # The per-request state: it lives inside one stream() call and nowhere else.
+        content: list[AssistantContent] = []
+        text_content_index: int | None = None
+        text_pieces: list[str] = []
+        tool_buffers: dict[int, ToolBuffer] = {}
+        finish: FinishChunk | None = None
+        timestamp = self.clock()
+
+        def message(
+            stop_reason: StopReason = "stop", usage: Usage = EMPTY_USAGE, error: str | None = None
+        ) -> AssistantMessage:
+            return AssistantMessage(
+                tuple(content), self.provider, self.model, usage, stop_reason, timestamp, error
+            )
+
+        yield StartEvent(message())
+        try:
+            request = build_request(self.model, context)
+            async with _closing(self.transport.stream(request, signal=signal)) as chunks:
+                async for chunk in chunks:
+                    match chunk:
+                        case TextChunk(delta=delta):
+                            if text_content_index is None:
+                                text_content_index = len(content)
+                                content.append(TextContent(""))
+                            text_pieces.append(delta)
+                            content[text_content_index] = TextContent.joined(text_pieces)
+                            yield TextDeltaEvent(text_content_index, delta, message())
+                        case ToolChunk(index=index):
+                            buffer = tool_buffers.get(index)
+                            if buffer is None:
+                                buffer = ToolBuffer(f"call-{index}", "", "", len(content))
+                                tool_buffers[index] = buffer
+                                content.append(buffer.streaming_call())
+                            buffer.id = chunk.id or buffer.id
+                            buffer.name = chunk.name or buffer.name
+                            delta = chunk.arguments_delta or ""
+                            buffer.raw_arguments += delta
+                            content[buffer.content_index] = buffer.streaming_call()
+                            yield ToolCallDeltaEvent(buffer.content_index, delta, message())
+                        case FinishChunk():
+                            finish = chunk
+        except Exception as error:
+            aborted = isinstance(error, AbortError) or (signal is not None and signal.aborted)
+            reason: Literal["error", "aborted"] = "aborted" if aborted else "error"
+            detail = "Request was aborted" if aborted else str(error) or type(error).__name__
+            yield ErrorEvent(reason, message(reason, error=detail))
+            return
+
+        if finish is None:
+            failure = "Provider stream ended without a finish chunk"
+            yield ErrorEvent("error", message("error", error=failure))
+            return
+        usage = _normalized(finish.usage)
+        stop_reason = _STOP_REASONS[finish.reason]
+        if finish.reason == "tool_calls":
+            # Only a tool_calls finish says the arguments are complete: parse them now.
+            for buffer in sorted(tool_buffers.values(), key=lambda b: b.content_index):
+                try:
+                    arguments = json.loads(buffer.raw_arguments) if buffer.raw_arguments else {}
+                except json.JSONDecodeError:
+                    failure = f'Tool call "{buffer.name}" ({buffer.id}) has invalid JSON arguments'
+                    yield ErrorEvent("error", message("error", usage, failure))
+                    return
+                tool_call = ToolCall(buffer.id, buffer.name, arguments, buffer.raw_arguments)
+                content[buffer.content_index] = tool_call
+                yield ToolCallEndEvent(buffer.content_index, tool_call, message())
+        yield DoneEvent(stop_reason, message(stop_reason, usage))
+
+
+@asynccontextmanager
+async def _closing(chunks: AsyncIterator[ProviderChunk]) -> AsyncIterator[AsyncIterator[ProviderChunk]]:
+    """Close the transport's iterator (and so its HTTP response) however the stream ends."""
+    try:
+        yield chunks
+    finally:
+        aclose = getattr(chunks, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
+def _normalized(usage: Usage | None) -> Usage:
+    """Missing counts are 0; a missing total is input + output."""
+    if usage is None:
+        return EMPTY_USAGE
+    if usage.total_tokens:
+        return usage
+    return Usage(usage.input, usage.output, usage.input + usage.output)

@@ -1,0 +1,233 @@
+"""Practice 5.4 — the HTTP transport: one POST, an SSE response, abort and key redaction.
+
+The API key lives in the transport and goes only into the ``Authorization`` header. Every error
+that leaves :meth:`OpenAICompatibleTransport.stream` has the key replaced by ``[redacted]`` and
+is raised without a chained exception that could still carry the original text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from contextlib import suppress
+from types import TracebackType
+from typing import Any
+
+import httpx
+
+from .adapter import ProviderChunk, ProviderRequest
+from .sse import iter_provider_chunks, iter_sse_events
+from .types import AbortError, AbortSignal
+
+REDACTED = "[redacted]"
+DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=10.0)
+
+
+class ProviderTransportError(Exception):
+    """An HTTP, network or protocol failure, with any API key already redacted."""
+
+
+class _Secret:
+    """Holds the key so that no repr, log line or verbose traceback's locals can show it."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def redact(self, message: str) -> str:
+        return message.replace(self._value, REDACTED) if self._value else message
+
+    def __repr__(self) -> str:
+        return REDACTED
+
+
+def chat_completions_url(base_url: str) -> str:
+    """``base_url`` without trailing slashes + ``/chat/completions``; must be absolute http(s)."""
+    url = base_url.rstrip("/") + "/chat/completions"
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL as error:
+        raise ValueError(f"base_url is not a valid URL: {base_url!r} ({error})") from None
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise ValueError(
+            f"base_url must be an absolute http(s) URL such as 'https://api.openai.com/v1', got {base_url!r}"
+        )
+    return url
+
+
+class OpenAICompatibleTransport:
+    """POST ``{base_url}/chat/completions`` with ``stream: true`` and read the SSE reply.
+
+    With ``client=None`` the transport owns an ``httpx.AsyncClient``; close it with
+    ``await transport.aclose()`` or use ``async with OpenAICompatibleTransport(...) as t:``.
+    A client you pass in stays yours to close.
+    """
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        api_key: str,
+        client: httpx.AsyncClient | None = None,
+        timeout: httpx.Timeout = DEFAULT_TIMEOUT,
+    ) -> None:
+        self.url = chat_completions_url(base_url)
+        self._key = _Secret(api_key)
+        self._owns_client = client is None
+        self._client = client if client is not None else httpx.AsyncClient(timeout=timeout)
+
+    def __repr__(self) -> str:
+        return f"OpenAICompatibleTransport(url={self.url!r}, api_key={self._key!r})"
+
+    async def aclose(self) -> None:
+        if self._owns_client:
+            await self._client.aclose()
+
+    async def __aenter__(self) -> OpenAICompatibleTransport:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def request_body(self, request: ProviderRequest) -> dict[str, Any]:
+        return {**request, "stream": True, "stream_options": {"include_usage": True}}
+
+    async def stream(
+        self, request: ProviderRequest, *, signal: AbortSignal | None = None
+    ) -> AsyncIterator[ProviderChunk]:
+        failure: str | None = None
+        try:
+            async for chunk in self._chunks(request, signal):
+                yield chunk
+        except AbortError:
+            raise
+        except Exception as error:  # CancelledError is a BaseException and passes through
+            failure = self._key.redact(_describe(error))
+        if failure is not None:
+            # Raised outside the except block: no __context__ keeps the unredacted original.
+            raise ProviderTransportError(failure)
+
+    async def _chunks(
+        self, request: ProviderRequest, signal: AbortSignal | None
+    ) -> AsyncIterator[ProviderChunk]:
+        if signal is not None and signal.aborted:
+            raise AbortError()
+        http_request = self._client.build_request(
+            "POST",
+            self.url,
+            headers={
+                "Accept": "text/event-stream",
+                "Authorization": f"Bearer {self._key.reveal()}",
+                "Content-Type": "application/json",
+            },
+            content=json.dumps(self.request_body(request), ensure_ascii=False).encode(),
+        )
+        abort = _AbortRace(signal)
+        response = await abort.run(self._client.send(http_request, stream=True))
+        try:
+            await _check_response(response)
+            reads = response.aiter_bytes()
+            async for chunk in iter_provider_chunks(iter_sse_events(abort.iterate(reads))):
+                yield chunk
+        finally:
+            abort.close()
+            await response.aclose()
+
+
+class _AbortRace:
+    """Races each awaited step against the signal, so abort() ends even a read that blocks."""
+
+    def __init__(self, signal: AbortSignal | None) -> None:
+        self.signal = signal
+        self._waiter: asyncio.Task[None] | None = None
+
+    async def run(self, step: Any) -> Any:
+        if self.signal is None:
+            return await step
+        if self.signal.aborted:
+            step.close()
+            raise AbortError()
+        if self._waiter is None:
+            self._waiter = asyncio.ensure_future(self.signal.wait())
+        task = asyncio.ensure_future(step)
+        try:
+            await asyncio.wait((task, self._waiter), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if not task.done():
+                task.cancel()
+                with suppress(asyncio.CancelledError, Exception):
+                    await task
+        if task.cancelled() or not task.done():
+            raise AbortError()
+        if self.signal.aborted and task.exception() is not None:
+            raise AbortError()
+        return task.result()
+
+    async def iterate(self, reads: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+        if self.signal is None:
+            async for chunk in reads:
+                yield chunk
+            return
+        while True:
+            try:
+                chunk = await self.run(reads.__anext__())
+            except StopAsyncIteration:
+                return
+            yield chunk
+
+    def close(self) -> None:
+        if self._waiter is not None:
+            self._waiter.cancel()
+
+
+async def _check_response(response: httpx.Response) -> None:
+    if not response.is_success:
+        body = (await response.aread()).decode("utf-8", "replace")
+        raise ProviderTransportError(f"Provider returned HTTP {response.status_code}: {_error_message(body)}")
+    content_type = response.headers.get("content-type", "")
+    if not content_type.startswith("text/event-stream"):
+        raise ProviderTransportError(
+            f"Provider returned content type {content_type or 'none'!r}, expected text/event-stream"
+        )
+
+
+def _error_message(body: str) -> str:
+    """The provider's ``error.message`` when the body is OpenAI-style JSON, else its start."""
+    try:
+        payload = json.loads(body)
+    except ValueError:
+        payload = None
+    if isinstance(payload, dict):
+        error = payload.get("error")
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            return str(error["message"])
+        if isinstance(error, str):
+            return error
+    snippet = " ".join(body.split())[:200]
+    return snippet or "(empty body)"
+
+
+def _describe(error: Exception) -> str:
+    if isinstance(error, httpx.TimeoutException):
+        kind = {
+            httpx.ConnectTimeout: "connecting to",
+            httpx.ReadTimeout: "reading from",
+            httpx.WriteTimeout: "writing to",
+            httpx.PoolTimeout: "waiting for a connection to",
+        }.get(type(error), "talking to")
+        return f"Timed out {kind} the provider ({type(error).__name__})"
+    if isinstance(error, httpx.ConnectError):
+        return f"Could not connect to the provider: {error}"
+    if isinstance(error, httpx.RemoteProtocolError):
+        return f"Provider connection broke off: {error}"
+    return str(error) or type(error).__name__

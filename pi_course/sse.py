@@ -1,0 +1,296 @@
+"""Practice 5.3 — bytes → SSE events → validated ``ProviderChunk``s.
+
+Three layers, each testable alone: :func:`iter_sse_events` frames the byte stream (network reads
+carry no protocol meaning), :func:`parse_payload` narrows one ``unknown`` JSON payload field by
+field, and :func:`iter_provider_chunks` merges the finish reason with the trailing usage.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+from collections.abc import AsyncIterable, AsyncIterator, Iterator
+from dataclasses import dataclass
+from typing import cast
+
+from .adapter import FinishChunk, FinishReason, ProviderChunk, TextChunk, ToolChunk
+from .types import Usage
+
+DEFAULT_MAX_EVENT_SIZE = 16 * 1024 * 1024
+
+# --- framing ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SSEEvent:
+    data: str
+    event: str = "message"
+    id: str = ""
+
+
+class SSEError(Exception):
+    """The byte stream cannot be framed (an event larger than the configured bound)."""
+
+
+class _Framer:
+    """WHATWG event-stream framing over decoded text that only ever uses ``"\\n"``.
+
+    Text is kept as a list of parts until a blank line (``"\\n\\n"``) can end an event, so a huge
+    event is joined once, not once per read. Each complete block of lines becomes one event; the
+    common ``data: {...}`` block takes a fast path with no per-line work.
+    """
+
+    def __init__(self, max_event_size: int) -> None:
+        self.max_event_size = max_event_size
+        self.parts: list[str] = []
+        self.size = 0
+        self.last_id = ""
+
+    def feed(self, text: str) -> Iterator[SSEEvent]:
+        if not text:
+            return
+        parts = self.parts
+        if "\n\n" not in text and not (text[0] == "\n" and parts and parts[-1][-1] == "\n"):
+            parts.append(text)
+            self.size += len(text)
+            if self.size > self.max_event_size:
+                raise SSEError(f"SSE event exceeds {self.max_event_size} characters without a blank line")
+            return
+        parts.append(text)
+        buffer = "".join(parts)
+        start = 0
+        end = buffer.find("\n\n")
+        while end >= 0:
+            block = buffer[start:end]
+            if block.startswith("data: ") and "\n" not in block:
+                yield SSEEvent(block[6:], "message", self.last_id)
+            else:
+                event = self._block(block)
+                if event is not None:
+                    yield event
+            start = end + 2
+            end = buffer.find("\n\n", start)
+        rest = buffer[start:]
+        self.parts = [rest] if rest else []
+        self.size = len(rest)
+        if self.size > self.max_event_size:
+            raise SSEError(f"SSE event exceeds {self.max_event_size} characters without a blank line")
+
+    def _block(self, block: str) -> SSEEvent | None:
+        """The general rules, line by line, for a block that ends with a blank line."""
+        data: list[str] = []
+        event_type = ""
+        for line in block.split("\n"):
+            if not line or line[0] == ":":
+                continue  # a leading blank line dispatches nothing; ":" starts a comment
+            name, colon, value = line.partition(":")
+            if colon and value[:1] == " ":
+                value = value[1:]
+            if name == "data":
+                data.append(value)
+            elif name == "event":
+                event_type = value
+            elif name == "id" and "\0" not in value:
+                self.last_id = value
+        if not data:
+            return None
+        return SSEEvent("\n".join(data), event_type or "message", self.last_id)
+
+
+async def iter_sse_events(
+    byte_chunks: AsyncIterable[bytes], *, max_event_size: int = DEFAULT_MAX_EVENT_SIZE
+) -> AsyncIterator[SSEEvent]:
+    """Decode any chunking of an SSE byte stream into events, by the WHATWG rules.
+
+    Lines end at CRLF, LF or a lone CR (also when CR and LF arrive in different reads); one
+    leading BOM is dropped; UTF-8 is decoded incrementally with U+FFFD for invalid bytes; an
+    event is dispatched only at a blank line, so an unterminated last event is dropped.
+    """
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    framer = _Framer(max_event_size)
+    at_start = True
+    held_cr = False  # a CR at the end of a read may be the first half of a CRLF
+    async for chunk in byte_chunks:
+        text = decoder.decode(chunk)
+        if at_start and text:
+            at_start = False
+            if text[0] == "\ufeff":
+                text = text[1:]
+        if held_cr:
+            text = "\r" + text
+            held_cr = False
+        if "\r" in text:
+            if text[-1] == "\r":
+                text, held_cr = text[:-1], True
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        for event in framer.feed(text):
+            yield event
+    tail = decoder.decode(b"", final=True) + ("\n" if held_cr else "")
+    for event in framer.feed(tail.replace("\r\n", "\n").replace("\r", "\n")):
+        yield event
+
+
+# --- the unknown boundary -----------------------------------------------------------------------
+
+
+class InvalidProviderChunk(ValueError):
+    """A payload that does not have the shape the course relies on; the message names the path."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(f"Invalid provider chunk: {detail}")
+
+
+class ProviderError(Exception):
+    """The provider reported an error inside the stream (a payload with an ``error`` field)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PayloadParts:
+    """What one validated payload carries: content chunks, maybe a finish reason, maybe usage."""
+
+    chunks: tuple[TextChunk | ToolChunk, ...]
+    finish_reason: FinishReason | None
+    usage: Usage | None
+
+
+_FINISH_REASONS = ("stop", "length", "tool_calls")
+
+
+def parse_payload(raw: object) -> PayloadParts:
+    """Narrow one decoded JSON payload from ``unknown`` to :class:`PayloadParts`."""
+    if not isinstance(raw, dict):
+        raise InvalidProviderChunk("payload must be an object")
+    if raw.get("error") is not None:
+        raise ProviderError(_provider_error_message(raw["error"]))
+    choices = raw.get("choices")
+    if not isinstance(choices, list):
+        raise InvalidProviderChunk("choices must be an array")
+    usage = _usage(raw.get("usage"))
+    if not choices:
+        if usage is None:
+            raise InvalidProviderChunk("choices is empty and the payload carries no usage")
+        return PayloadParts((), None, usage)
+    if len(choices) > 1:
+        raise InvalidProviderChunk(f"choices must hold one choice, got {len(choices)}")
+    choice = choices[0]
+    if not isinstance(choice, dict):
+        raise InvalidProviderChunk("choices[0] must be an object")
+    if "index" in choice:
+        _index(choice["index"], "choices[0].index")
+    delta = choice.get("delta")
+    if not isinstance(delta, dict):
+        raise InvalidProviderChunk("choices[0].delta must be an object")
+
+    chunks: list[TextChunk | ToolChunk] = []
+    content = delta.get("content")
+    if content is not None:
+        if not isinstance(content, str):
+            raise InvalidProviderChunk("choices[0].delta.content must be a string")
+        if content:
+            chunks.append(TextChunk(content))
+    tool_calls = delta.get("tool_calls")
+    if tool_calls is not None:
+        if not isinstance(tool_calls, list):
+            raise InvalidProviderChunk("choices[0].delta.tool_calls must be an array")
+        chunks.extend(
+            _tool_chunk(item, f"choices[0].delta.tool_calls[{i}]") for i, item in enumerate(tool_calls)
+        )
+    return PayloadParts(tuple(chunks), _finish_reason(choice.get("finish_reason")), usage)
+
+
+def _tool_chunk(item: object, path: str) -> ToolChunk:
+    if not isinstance(item, dict):
+        raise InvalidProviderChunk(f"{path} must be an object")
+    index = _index(item.get("index"), f"{path}.index")
+    if item.get("type") not in (None, "function"):
+        raise InvalidProviderChunk(f'{path}.type must be "function"')
+    function = item.get("function")
+    if function is None:
+        function = {}
+    elif not isinstance(function, dict):
+        raise InvalidProviderChunk(f"{path}.function must be an object")
+    call_id = _optional_str(item.get("id"), f"{path}.id")
+    name = _optional_str(function.get("name"), f"{path}.function.name")
+    arguments = _optional_str(function.get("arguments"), f"{path}.function.arguments")
+    if call_id is None and name is None and arguments is None:
+        raise InvalidProviderChunk(f"{path} carries no id, function.name or function.arguments")
+    return ToolChunk(index, call_id, name, arguments)
+
+
+def _finish_reason(value: object) -> FinishReason | None:
+    if value is None:
+        return None
+    if value not in _FINISH_REASONS:
+        raise InvalidProviderChunk(
+            f"choices[0].finish_reason {json.dumps(value, ensure_ascii=False)} is not one of "
+            "stop, length, tool_calls"
+        )
+    return cast(FinishReason, value)
+
+
+def _usage(value: object) -> Usage | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise InvalidProviderChunk("usage must be an object")
+    counts = [
+        _count(value.get(name), f"usage.{name}")
+        for name in ("prompt_tokens", "completion_tokens", "total_tokens")
+    ]
+    return Usage(*counts)
+
+
+def _index(value: object, path: str) -> int:
+    if type(value) is not int or value < 0:  # bool is a subclass of int, and not an index
+        raise InvalidProviderChunk(f"{path} must be a non-negative integer")
+    return value
+
+
+def _count(value: object, path: str) -> int:
+    return 0 if value is None else _index(value, path)
+
+
+def _optional_str(value: object, path: str) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise InvalidProviderChunk(f"{path} must be a string")
+    return value
+
+
+def _provider_error_message(error: object) -> str:
+    if isinstance(error, dict) and isinstance(error.get("message"), str):
+        return str(error["message"])
+    return error if isinstance(error, str) else json.dumps(error, ensure_ascii=False)
+
+
+# --- finish + trailing usage --------------------------------------------------------------------
+
+
+async def iter_provider_chunks(events: AsyncIterable[SSEEvent]) -> AsyncIterator[ProviderChunk]:
+    """Validated chunks from SSE events, ending in one :class:`FinishChunk` when a reason came.
+
+    The finish reason and the usage may arrive in different payloads: remember the reason, keep
+    reading, and synthesize the single finish chunk at ``[DONE]`` or at the end of input.
+    """
+    finish_reason: FinishReason | None = None
+    usage: Usage | None = None
+    async for event in events:
+        if event.data == "[DONE]":
+            break
+        try:
+            raw = json.loads(event.data)
+        except ValueError:
+            raise InvalidProviderChunk("data is not valid JSON") from None
+        parts = parse_payload(raw)
+        if parts.chunks and finish_reason is not None:
+            raise InvalidProviderChunk(f"content arrived after finish_reason {finish_reason!r}")
+        for chunk in parts.chunks:
+            yield chunk
+        if parts.finish_reason is not None:
+            if finish_reason not in (None, parts.finish_reason):
+                raise InvalidProviderChunk(
+                    f"finish_reason changed from {finish_reason!r} to {parts.finish_reason!r}"
+                )
+            finish_reason = parts.finish_reason
+        usage = parts.usage or usage
+    if finish_reason is not None:
+        yield FinishChunk(finish_reason, usage)

@@ -1,0 +1,400 @@
+"""The course's canonical protocol: messages, events, streams and abort signals.
+
+Everything is a frozen dataclass holding tuples. Immutability is what makes every emitted
+``partial`` a snapshot: a later delta builds new objects and never changes one already emitted,
+so the chapter's ``structuredClone`` is not needed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal, Protocol, TypeAlias
+
+StopReason: TypeAlias = Literal["stop", "length", "toolUse", "error", "aborted"]
+
+
+def now_ms() -> int:
+    """Integer milliseconds since the epoch, the course's timestamp unit."""
+    return time.time_ns() // 1_000_000
+
+
+def _frozen_tuple(obj: object, name: str) -> None:
+    value = getattr(obj, name)
+    if type(value) is not tuple:
+        object.__setattr__(obj, name, tuple(value))
+
+
+# --- content blocks -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TextContent:
+    text: str
+    type: ClassVar[Literal["text"]] = "text"
+
+    @classmethod
+    def joined(cls, pieces: list[str]) -> TextContent:
+        """A snapshot of ``"".join(pieces)`` as it is now, built in O(1).
+
+        A streamed reply appends to ``pieces``; each snapshot remembers how many pieces it saw
+        and joins them the first time ``.text`` is read. Emitting an event therefore costs the
+        same at the 80,000th delta as at the first, and ``.text`` is still a plain ``str``.
+        """
+        block = object.__new__(cls)
+        block.__dict__["_pieces"] = (pieces, len(pieces))
+        return block
+
+
+class _JoinOnFirstRead:
+    """Non-data descriptor for ``TextContent.text``; an instance ``__dict__`` value wins."""
+
+    def __get__(self, obj: TextContent | None, owner: type | None = None) -> str:
+        if obj is None:
+            raise AttributeError("text")
+        pieces, count = obj.__dict__.pop("_pieces")
+        value: str = "".join(pieces[:count])
+        obj.__dict__["text"] = value
+        return value
+
+
+# Installed after the dataclass is built, so the dataclass still sees a plain required field.
+setattr(TextContent, "text", _JoinOnFirstRead())  # noqa: B010
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: object
+    raw_arguments: str | None = None
+    type: ClassVar[Literal["toolCall"]] = "toolCall"
+
+
+@dataclass(frozen=True)
+class Usage:
+    input: int = 0
+    output: int = 0
+    total_tokens: int = 0
+
+
+EMPTY_USAGE = Usage()
+
+AssistantContent: TypeAlias = TextContent | ToolCall
+
+
+# --- messages -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class UserMessage:
+    content: tuple[TextContent, ...]
+    timestamp: int
+    role: ClassVar[Literal["user"]] = "user"
+
+    def __post_init__(self) -> None:
+        _frozen_tuple(self, "content")
+
+
+@dataclass(frozen=True)
+class AssistantMessage:
+    content: tuple[AssistantContent, ...]
+    provider: str
+    model: str
+    usage: Usage
+    stop_reason: StopReason
+    timestamp: int
+    error_message: str | None = None
+    role: ClassVar[Literal["assistant"]] = "assistant"
+
+    def __post_init__(self) -> None:
+        _frozen_tuple(self, "content")
+
+
+@dataclass(frozen=True)
+class ToolResultMessage:
+    tool_call_id: str
+    tool_name: str
+    content: tuple[TextContent, ...]
+    is_error: bool
+    timestamp: int
+    details: object = None
+    role: ClassVar[Literal["toolResult"]] = "toolResult"
+
+    def __post_init__(self) -> None:
+        _frozen_tuple(self, "content")
+
+
+AgentMessage: TypeAlias = UserMessage | AssistantMessage | ToolResultMessage
+
+
+# --- chapter 05: tools and the context ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ToolDefinition:
+    """A tool the model may call: its name, a description and a JSON Schema for its arguments."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, object]
+
+
+@dataclass(frozen=True)
+class AgentContext:
+    messages: tuple[AgentMessage, ...]
+    system_prompt: str | None = None
+    tools: tuple[ToolDefinition, ...] | None = None
+
+    def __post_init__(self) -> None:
+        _frozen_tuple(self, "messages")
+        if self.tools is not None:
+            _frozen_tuple(self, "tools")
+
+
+# --- events -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StartEvent:
+    partial: AssistantMessage
+    type: ClassVar[Literal["start"]] = "start"
+
+
+@dataclass(frozen=True)
+class TextDeltaEvent:
+    content_index: int
+    delta: str
+    partial: AssistantMessage
+    type: ClassVar[Literal["text_delta"]] = "text_delta"
+
+
+@dataclass(frozen=True)
+class ToolCallDeltaEvent:
+    content_index: int
+    delta: str
+    partial: AssistantMessage
+    type: ClassVar[Literal["toolcall_delta"]] = "toolcall_delta"
+
+
+@dataclass(frozen=True)
+class ToolCallEndEvent:
+    content_index: int
+    tool_call: ToolCall
+    partial: AssistantMessage
+    type: ClassVar[Literal["toolcall_end"]] = "toolcall_end"
+
+
+@dataclass(frozen=True)
+class DoneEvent:
+    reason: Literal["stop", "length", "toolUse"]
+    message: AssistantMessage
+    type: ClassVar[Literal["done"]] = "done"
+
+
+@dataclass(frozen=True)
+class ErrorEvent:
+    reason: Literal["error", "aborted"]
+    error: AssistantMessage
+    type: ClassVar[Literal["error"]] = "error"
+
+
+ModelEvent: TypeAlias = (
+    StartEvent | TextDeltaEvent | ToolCallDeltaEvent | ToolCallEndEvent | DoneEvent | ErrorEvent
+)
+
+
+# --- abort --------------------------------------------------------------------------------------
+
+
+class AbortError(Exception):
+    """Raised by a transport when its signal fired; the adapter turns it into ``error(aborted)``."""
+
+    def __init__(self, message: str = "Request was aborted") -> None:
+        super().__init__(message)
+
+
+class AbortSignal:
+    """Read side of an :class:`AbortController`. Needs no event loop until someone waits on it."""
+
+    def __init__(self) -> None:
+        self._aborted = False
+        self._callbacks: list[Callable[[], None]] = []
+
+    @property
+    def aborted(self) -> bool:
+        return self._aborted
+
+    def add_callback(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call ``callback`` once on abort (at once if already aborted); returns a remover."""
+        if self._aborted:
+            callback()
+            return lambda: None
+        self._callbacks.append(callback)
+        return lambda: self._callbacks.remove(callback) if callback in self._callbacks else None
+
+    async def wait(self) -> None:
+        """Return once the signal is aborted; safe to race against a blocked read."""
+        if self._aborted:
+            return
+        loop = asyncio.get_running_loop()
+        fired = loop.create_future()
+
+        def resolve() -> None:
+            if not fired.done():
+                fired.set_result(None)
+
+        def wake() -> None:  # abort() may run in another thread: hop onto this loop first
+            loop.call_soon_threadsafe(resolve)
+
+        remove = self.add_callback(wake)
+        try:
+            await fired
+        finally:
+            remove()
+
+    def _fire(self) -> None:
+        if self._aborted:
+            return
+        self._aborted = True
+        callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback()
+
+    def __repr__(self) -> str:
+        return f"AbortSignal(aborted={self._aborted})"
+
+
+class AbortController:
+    """Create anywhere (a notebook cell, module level); ``abort()`` from any task or thread."""
+
+    def __init__(self) -> None:
+        self.signal = AbortSignal()
+
+    def abort(self) -> None:
+        self.signal._fire()
+
+    def __repr__(self) -> str:
+        return f"AbortController(aborted={self.signal.aborted})"
+
+
+# --- streams and models -------------------------------------------------------------------------
+
+
+class ModelStream:
+    """A lazily pulled stream of :data:`ModelEvent` ending in exactly one ``done``/``error``.
+
+    There is no background task: the consumer's ``async for`` drives the generator underneath.
+    ``await result()`` drains whatever is left and returns the terminal event's message object.
+    """
+
+    def __init__(self, events: AsyncIterator[ModelEvent]) -> None:
+        self._events = events
+        self._final: AssistantMessage | None = None
+
+    def __aiter__(self) -> ModelStream:
+        return self
+
+    async def __anext__(self) -> ModelEvent:
+        if self._final is not None:
+            raise StopAsyncIteration
+        event = await self._events.__anext__()
+        if type(event) is DoneEvent:
+            self._final = event.message
+        elif type(event) is ErrorEvent:
+            self._final = event.error
+        return event
+
+    async def result(self) -> AssistantMessage:
+        async for _ in self:
+            pass
+        if self._final is None:
+            raise RuntimeError("model stream ended without a terminal event")
+        return self._final
+
+    async def aclose(self) -> None:
+        """Stop early and release the transport (its response is closed)."""
+        aclose = getattr(self._events, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+    async def __aenter__(self) -> ModelStream:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+class Model(Protocol):
+    def stream(self, context: AgentContext, *, signal: AbortSignal | None = None) -> ModelStream: ...
+
+
+# --- helpers ------------------------------------------------------------------------------------
+
+
+def text(value: str) -> TextContent:
+    return TextContent(value)
+
+
+def user_message(value: str, *, timestamp: int | None = None) -> UserMessage:
+    return UserMessage((TextContent(value),), now_ms() if timestamp is None else timestamp)
+
+
+def assistant_message(
+    content: Sequence[AssistantContent], stop_reason: StopReason = "stop", **overrides: Any
+) -> AssistantMessage:
+    fields: dict[str, Any] = {
+        "provider": "scripted",
+        "model": "scripted-v1",
+        "usage": EMPTY_USAGE,
+        "timestamp": now_ms(),
+        **overrides,
+    }
+    return AssistantMessage(content=tuple(content), stop_reason=stop_reason, **fields)
+
+
+def text_of(message: AgentMessage) -> str:
+    """The message's text blocks joined with a newline (tool calls are skipped)."""
+    return "\n".join(block.text for block in message.content if isinstance(block, TextContent))
+
+
+def json_stringify(value: object) -> str:
+    """``JSON.stringify`` compatible output: no spaces, non-ASCII kept as is."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+__all__ = [
+    "EMPTY_USAGE",
+    "AbortController",
+    "AbortError",
+    "AbortSignal",
+    "AgentContext",
+    "AgentMessage",
+    "AssistantContent",
+    "AssistantMessage",
+    "DoneEvent",
+    "ErrorEvent",
+    "Model",
+    "ModelEvent",
+    "ModelStream",
+    "StartEvent",
+    "StopReason",
+    "TextContent",
+    "TextDeltaEvent",
+    "ToolCall",
+    "ToolCallDeltaEvent",
+    "ToolCallEndEvent",
+    "ToolDefinition",
+    "ToolResultMessage",
+    "Usage",
+    "UserMessage",
+    "assistant_message",
+    "json_stringify",
+    "now_ms",
+    "text",
+    "text_of",
+    "user_message",
+]
