@@ -1,0 +1,311 @@
+"""An embedded, scripted OpenAI-compatible provider on loopback: no key, no network, no cost.
+
+``POST /v1/chat/completions`` answers with Server-Sent Events when ``stream`` is true and with a
+JSON completion otherwise; ``GET /v1/models`` lists the scripts. The reply is chosen by the
+request's model name; any name that names no other script plays the chapter's mainline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+# --- scripts ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Pause:
+    seconds: float
+
+
+class Drop:
+    """Break the connection here, in the middle of the response body."""
+
+
+Step = dict[str, Any] | Pause | Drop
+
+
+@dataclass(frozen=True)
+class HTTPFailure:
+    status: int
+    message: str
+    type: str
+
+
+Reply = list[Step] | HTTPFailure
+MessageList = Sequence[dict[str, Any]]
+
+
+def delta(content: str | None = None, tool_calls: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    fields: dict[str, Any] = {}
+    if content is not None:
+        fields["content"] = content
+    if tool_calls is not None:
+        fields["tool_calls"] = tool_calls
+    return {"choices": [{"index": 0, "delta": fields, "finish_reason": None}]}
+
+
+def tool_delta(
+    index: int, arguments: str, call_id: str | None = None, name: str | None = None
+) -> dict[str, Any]:
+    call: dict[str, Any] = {"index": index, "function": {"arguments": arguments}}
+    if call_id is not None:
+        call["id"] = call_id
+        call["type"] = "function"
+    if name is not None:
+        call["function"]["name"] = name
+    return delta(tool_calls=[call])
+
+
+def finish(reason: str) -> dict[str, Any]:
+    return {"choices": [{"index": 0, "delta": {}, "finish_reason": reason}]}
+
+
+def usage(prompt: int, completion: int) -> dict[str, Any]:
+    return {
+        "choices": [],
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        },
+    }
+
+
+MAINLINE_ANSWER = ("README.md ", "的第一行是 ", "# Project", "。")
+
+
+def mainline(messages: MessageList) -> Reply:
+    """Turn 1: ``read`` as call-1 in two fragments; once a tool result is in: a text answer."""
+    if any(message.get("role") == "tool" for message in messages):
+        return [*(delta(piece) for piece in MAINLINE_ANSWER), finish("stop"), usage(42, 9)]
+    return [
+        tool_delta(0, '{"path":', "call-1", "read"),
+        tool_delta(0, '"README.md"}'),
+        finish("tool_calls"),
+        usage(30, 2),
+    ]
+
+
+def interleaved(messages: MessageList) -> Reply:
+    """The 4/2 diagnostic reply: text between two tools with provider indexes 4 and 2."""
+    return [
+        tool_delta(4, '{"path":', "call-read", "read"),
+        delta("先读"),
+        tool_delta(2, '{"query":', "call-search", "search"),
+        tool_delta(4, '"README.md"}'),
+        delta("，再查"),
+        tool_delta(2, '"pi"}'),
+        finish("tool_calls"),
+        usage(10, 6),
+    ]
+
+
+def slow(messages: MessageList) -> Reply:
+    """Five text deltas 50 ms apart, to watch events arrive one by one."""
+    steps: list[Step] = []
+    for piece in ("一", "二", "三", "四", "五"):
+        steps += [delta(piece), Pause(0.05)]
+    return [*steps, finish("stop"), usage(5, 5)]
+
+
+SCRIPTS: dict[str, Callable[[MessageList], Reply]] = {
+    "mainline": mainline,
+    "interleaved-4-2": interleaved,
+    "slow": slow,
+    "fault-401": lambda m: HTTPFailure(401, "Incorrect API key provided.", "invalid_request_error"),
+    "fault-429": lambda m: HTTPFailure(429, "Rate limit reached, retry later.", "rate_limit_error"),
+    "fault-500": lambda m: HTTPFailure(500, "The server had an error.", "server_error"),
+    "fault-stream-error": lambda m: [
+        delta("正在"),
+        {"error": {"message": "The model is overloaded.", "type": "server_error"}},
+    ],
+    "fault-drop": lambda m: [delta("正在"), Drop()],
+    "fault-missing-finish": lambda m: [delta("正在"), delta("读取")],
+    "fault-invalid-chunk": lambda m: [delta("正在"), {"choices": [{"index": 0, "delta": {"content": 42}}]}],
+}
+
+
+def reply_for(model: str, messages: MessageList) -> Reply:
+    return SCRIPTS.get(model, mainline)(messages)
+
+
+# --- the HTTP app -------------------------------------------------------------------------------
+
+
+class _DroppedConnection(Exception):
+    pass
+
+
+def _with_envelope(payload: dict[str, Any], model: str) -> dict[str, Any]:
+    if "error" in payload:
+        return payload
+    return {
+        "id": "chatcmpl-pi-course",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": model,
+        **payload,
+    }
+
+
+async def _sse_body(steps: Sequence[Step], model: str, include_usage: bool) -> AsyncIterator[bytes]:
+    for step in steps:
+        if isinstance(step, Pause):
+            await asyncio.sleep(step.seconds)
+        elif isinstance(step, Drop):
+            raise _DroppedConnection("scripted connection drop")
+        elif include_usage or step.get("choices") != []:
+            data = json.dumps(_with_envelope(step, model), ensure_ascii=False)
+            yield f"data: {data}\n\n".encode()
+    yield b"data: [DONE]\n\n"
+
+
+def _completion(steps: Sequence[Step], model: str) -> dict[str, Any]:
+    """Fold a script into one non-streaming chat completion."""
+    text: list[str] = []
+    calls: dict[int, dict[str, Any]] = {}
+    reason, totals = "stop", None
+    for step in steps:
+        if not isinstance(step, dict) or "error" in step:
+            continue
+        totals = step.get("usage") or totals
+        for choice in step["choices"]:
+            fields = choice["delta"]
+            text.append(fields.get("content") or "")
+            for call in fields.get("tool_calls") or []:
+                slot = calls.setdefault(
+                    call["index"], {"id": "", "type": "function", "function": {"name": "", "arguments": ""}}
+                )
+                slot["id"] = call.get("id") or slot["id"]
+                slot["function"]["name"] += call["function"].get("name") or ""
+                slot["function"]["arguments"] += call["function"].get("arguments") or ""
+            reason = choice.get("finish_reason") or reason
+    message: dict[str, Any] = {"role": "assistant", "content": "".join(text) or None}
+    if calls:
+        message["tool_calls"] = [calls[index] for index in calls]
+    return {
+        "id": "chatcmpl-pi-course",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": reason}],
+        "usage": totals,
+    }
+
+
+async def chat_completions(request: Request) -> Response:
+    try:
+        body = await request.json()
+        model, messages = str(body["model"]), list(body["messages"])
+    except (ValueError, KeyError, TypeError):
+        error = {"message": "Body must be JSON with model and messages.", "type": "invalid_request_error"}
+        return JSONResponse({"error": error}, status_code=400)
+    reply = reply_for(model, messages)
+    if isinstance(reply, HTTPFailure):
+        error = {"message": reply.message, "type": reply.type}
+        return JSONResponse({"error": error}, status_code=reply.status)
+    if not body.get("stream"):
+        if any(isinstance(step, Drop) or "error" in step for step in reply if isinstance(step, dict | Drop)):
+            return JSONResponse({"error": {"message": "Scripted failure.", "type": "server_error"}}, 500)
+        return JSONResponse(_completion(reply, model))
+    include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+    return StreamingResponse(
+        _sse_body(reply, model, include_usage),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache"},
+    )
+
+
+async def list_models(request: Request) -> Response:
+    data = [{"id": name, "object": "model", "created": 0, "owned_by": "pi-course"} for name in SCRIPTS]
+    return JSONResponse({"object": "list", "data": data})
+
+
+def create_app() -> Starlette:
+    return Starlette(
+        routes=[
+            Route("/v1/chat/completions", chat_completions, methods=["POST"]),
+            Route("/v1/models", list_models, methods=["GET"]),
+        ]
+    )
+
+
+# --- running it ---------------------------------------------------------------------------------
+
+
+class LocalProvider:
+    """Runs the scripted provider in a background thread, e.g. beside a notebook kernel.
+
+    ``port=0`` picks a free port; read the address from :attr:`base_url`.
+    """
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        import uvicorn
+
+        # Quiet and without dictConfig: in a notebook, server logs would land in cell outputs,
+        # and a scripted connection drop is logged by uvicorn as an application error.
+        config = uvicorn.Config(
+            create_app(),
+            host=host,
+            port=port,
+            log_config=None,
+            log_level="critical",
+            access_log=False,
+            lifespan="off",
+        )
+        self._server = uvicorn.Server(config)
+        self._thread: threading.Thread | None = None
+        self.host = host
+        self.port = port
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    def start(self, timeout: float = 10.0) -> LocalProvider:
+        if self._thread is not None:
+            return self
+        self._thread = threading.Thread(target=self._server.run, name="pi-course-provider", daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + timeout
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"local provider did not start on {self.host}:{self.port}")
+            time.sleep(0.01)
+        self.port = self._server.servers[0].sockets[0].getsockname()[1]
+        return self
+
+    def stop(self) -> None:
+        if self._thread is None:
+            return
+        self._server.should_exit = True
+        self._thread.join(timeout=10)
+        self._thread = None
+
+    def __enter__(self) -> LocalProvider:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        state = "running" if self._thread is not None else "stopped"
+        return f"LocalProvider({state})"
+
+
+def serve(host: str = "127.0.0.1", port: int = 8765) -> None:
+    """Run the provider in the foreground (``python -m pi_course serve``)."""
+    import uvicorn
+
+    uvicorn.run(create_app(), host=host, port=port, log_level="info", lifespan="off")
