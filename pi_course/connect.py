@@ -43,11 +43,7 @@ def connect(model: str | None = None, *, env: Mapping[str, str] | None = None) -
         provider = urlsplit(base_url).hostname or "openai-compatible"
         api_key = env.get("PI_COURSE_API_KEY", "")
     else:
-        base_url, provider, name, api_key = (
-            local_provider_url(),
-            LOCAL_PROVIDER_NAME,
-            model or "mainline",
-            "no-key-needed",
-        )
+        base_url, provider, name = local_provider_url(), LOCAL_PROVIDER_NAME, model or "mainline"
+        api_key = "no-key-needed"  # HTTP forbids an empty bearer token; the local provider ignores it
     transport = OpenAICompatibleTransport(base_url=base_url, api_key=api_key)
     return OpenAICompatibleModel(provider=provider, model=name, transport=transport)
