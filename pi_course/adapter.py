@@ -166,6 +166,8 @@ class OpenAICompatibleModel:
             request = build_request(self.model, context)
             async with _closing(self.transport.stream(request, signal=signal)) as chunks:
                 async for chunk in chunks:
+                    if signal is not None and signal.aborted:
+                        raise AbortError()  # even if a transport forgot to check the signal
                     match chunk:
                         case TextChunk(delta=delta):
                             if text_content_index is None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
-from contextlib import suppress
+from contextlib import aclosing, suppress
 from types import TracebackType
 from typing import Any
 
@@ -107,8 +107,9 @@ class OpenAICompatibleTransport:
     ) -> AsyncIterator[ProviderChunk]:
         failure: str | None = None
         try:
-            async for chunk in self._chunks(request, signal):
-                yield chunk
+            async with aclosing(self._chunks(request, signal)) as chunks:
+                async for chunk in chunks:
+                    yield chunk
         except AbortError:
             raise
         except Exception as error:  # CancelledError is a BaseException and passes through
@@ -225,7 +226,8 @@ def _describe(error: Exception) -> str:
             httpx.WriteTimeout: "writing to",
             httpx.PoolTimeout: "waiting for a connection to",
         }.get(type(error), "talking to")
-        return f"Timed out {kind} the provider ({type(error).__name__})"
+        detail = f": {error}" if str(error) else ""
+        return f"Timed out {kind} the provider ({type(error).__name__}){detail}"
     if isinstance(error, httpx.ConnectError):
         return f"Could not connect to the provider: {error}"
     if isinstance(error, httpx.RemoteProtocolError):

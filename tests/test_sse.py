@@ -1,0 +1,226 @@
+"""The SSE decoder (WHATWG rules) and the chunk validator, beyond the focused tests."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Sequence
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pi_course import (
+    FinishChunk,
+    InvalidProviderChunk,
+    ProviderError,
+    SSEError,
+    SSEEvent,
+    TextChunk,
+    ToolChunk,
+    Usage,
+    iter_sse_events,
+)
+from pi_course.sse import iter_provider_chunks, parse_payload
+
+pytestmark = pytest.mark.anyio
+
+
+async def reads(chunks: Sequence[bytes]) -> AsyncIterator[bytes]:
+    for chunk in chunks:
+        yield chunk
+
+
+async def decode(*chunks: bytes, **kwargs: int) -> list[SSEEvent]:
+    return [event async for event in iter_sse_events(reads(chunks), **kwargs)]
+
+
+async def test_every_line_ending_including_a_crlf_split_across_reads() -> None:
+    expected = [SSEEvent("a"), SSEEvent("b"), SSEEvent("c"), SSEEvent("d")]
+    assert await decode(b"data: a\r\n\r\ndata: b\n\ndata: c\r\rdata: d\n\r\n") == expected
+    # CR ends one read and LF starts the next: one line ending, not a blank line in between.
+    assert await decode(b"data: a\r", b"\ndata: b\r", b"\n\r", b"\n") == [SSEEvent("a\nb")]
+
+
+async def test_a_lone_cr_at_the_very_end_still_ends_the_line() -> None:
+    assert await decode(b"data: a\n\r") == [SSEEvent("a")]
+
+
+async def test_one_leading_bom_is_dropped_even_when_split() -> None:
+    bom = "\ufeff".encode()
+    assert await decode(bom[:1], bom[1:] + b"data: x\n\n") == [SSEEvent("x")]
+    assert await decode(bom + bom + b"data: x\n\n") == []  # a second BOM makes a bogus field name
+
+
+async def test_field_rules() -> None:
+    stream = (
+        b": comment\nevent: tick\nid: 7\ndata:no-space\ndata:  two spaces\ndata\nretry: 10\nunknown: x\n\n"
+    )
+    assert await decode(stream) == [SSEEvent("no-space\n two spaces\n", "tick", "7")]
+
+
+async def test_id_persists_ignores_nul_and_events_need_data() -> None:
+    stream = b"id: 1\n\ndata: a\n\nid: 2\0\ndata: b\n\nid\ndata: c\n\nevent: x\n\n"
+    assert await decode(stream) == [SSEEvent("a", id="1"), SSEEvent("b", id="1"), SSEEvent("c", id="")]
+
+
+async def test_unterminated_last_event_is_dropped() -> None:
+    assert await decode(b"data: a\n\ndata: b\n") == [SSEEvent("a")]
+    assert await decode(b"data: a\n\ndata: b") == [SSEEvent("a")]
+
+
+async def test_utf8_split_across_reads_survives_and_invalid_bytes_become_replacement() -> None:
+    raw = "data: 读取\n\n".encode()
+    assert await decode(raw[:7], raw[7:]) == [SSEEvent("读取")]
+    assert await decode(b"data: \xff\xfeok\n\n") == [SSEEvent("\ufffd\ufffdok")]
+
+
+async def test_an_endless_line_is_a_clear_error_not_memory_growth() -> None:
+    with pytest.raises(SSEError, match="exceeds 1000 characters"):
+        await decode(*([b"x" * 300] * 10), max_event_size=1000)
+    with pytest.raises(SSEError):
+        await decode(b"data: " + b"x" * 2000 + b"\n", max_event_size=1000)
+    assert await decode(b"data: " + b"x" * 900 + b"\n\n", max_event_size=1000) == [SSEEvent("x" * 900)]
+
+
+@st.composite
+def sse_streams(draw: st.DrawFn) -> str:
+    lines = st.one_of(
+        st.builds(lambda v: f"data: {v}", st.text("ab读\u00e9{}:", max_size=6)),
+        st.builds(lambda v: f"data:{v}", st.text("ab", max_size=3)),
+        st.sampled_from(["", "", ": comment", "event: tick", "id: 9", "data", "retry: 1"]),
+    )
+    return "\n".join(draw(st.lists(lines, max_size=12))) + "\n\n"
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    stream=sse_streams(),
+    crlf=st.booleans(),
+    cuts=st.lists(st.floats(0, 1), max_size=8),  # drawn up front: no draws inside the event loop
+)
+async def test_any_chunking_and_line_ending_gives_the_same_events(
+    stream: str, crlf: bool, cuts: list[float]
+) -> None:
+    expected = await decode(stream.encode())
+    raw = (stream.replace("\n", "\r\n") if crlf else stream).encode()
+    offsets = sorted(int(cut * len(raw)) for cut in cuts)
+    pieces = [raw[a:b] for a, b in zip([0, *offsets], [*offsets, len(raw)], strict=True)]
+    assert await decode(*pieces) == expected
+
+
+# --- validation ----------------------------------------------------------------------------------
+
+
+def choice(**fields: object) -> dict:  # type: ignore[type-arg]
+    return {"choices": [{"index": 0, "delta": {}, **fields}]}
+
+
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [
+        ([], "payload must be an object"),
+        ({"choices": "not-an-array"}, "choices must be an array"),
+        ({"choices": [{}, {}]}, "choices must hold one choice"),
+        ({"choices": []}, "choices is empty and the payload carries no usage"),
+        ({"choices": [1]}, "choices[0] must be an object"),
+        ({"choices": [{"index": True, "delta": {}}]}, "choices[0].index must be a non-negative integer"),
+        ({"choices": [{"index": -1, "delta": {}}]}, "choices[0].index must be a non-negative integer"),
+        ({"choices": [{"delta": []}]}, "choices[0].delta must be an object"),
+        ({"choices": [{"delta": {"content": 42}}]}, "choices[0].delta.content must be a string"),
+        (choice(delta={"tool_calls": {}}), "choices[0].delta.tool_calls must be an array"),
+        (choice(delta={"tool_calls": [3]}), "choices[0].delta.tool_calls[0] must be an object"),
+        (
+            choice(delta={"tool_calls": [{"index": 1.5, "id": "x"}]}),
+            "tool_calls[0].index must be a non-negative",
+        ),
+        (choice(delta={"tool_calls": [{"index": 0, "id": 1}]}), "tool_calls[0].id must be a string"),
+        (
+            choice(delta={"tool_calls": [{"index": 0, "type": "x", "id": "a"}]}),
+            'tool_calls[0].type must be "function"',
+        ),
+        (
+            choice(delta={"tool_calls": [{"index": 0, "function": 1}]}),
+            "tool_calls[0].function must be an object",
+        ),
+        (
+            choice(delta={"tool_calls": [{"index": 0, "function": {"name": 1}}]}),
+            "function.name must be a string",
+        ),
+        (choice(delta={"tool_calls": [{"index": 0}]}), "tool_calls[0] carries no id"),
+        (choice(finish_reason="content_filter"), 'finish_reason "content_filter" is not one of'),
+        ({**choice(), "usage": []}, "usage must be an object"),
+        ({**choice(), "usage": {"prompt_tokens": -1}}, "usage.prompt_tokens must be a non-negative integer"),
+        ({**choice(), "usage": {"completion_tokens": "3"}}, "usage.completion_tokens must be"),
+    ],
+)
+def test_each_narrowing_step_names_its_json_path(payload: object, message: str) -> None:
+    with pytest.raises(InvalidProviderChunk) as raised:
+        parse_payload(payload)
+    assert str(raised.value).startswith("Invalid provider chunk: ")
+    assert message in str(raised.value)
+
+
+def test_a_valid_payload_narrows_to_chunks_finish_and_usage() -> None:
+    parts = parse_payload(
+        {
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {
+                        "role": "assistant",
+                        "content": "正在读取",
+                        "tool_calls": [
+                            {
+                                "index": 0,
+                                "id": "call-1",
+                                "type": "function",
+                                "function": {"name": "read", "arguments": None},
+                            }
+                        ],
+                    },
+                    "finish_reason": "tool_calls",
+                }
+            ],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3},
+        }
+    )
+    assert parts.chunks == (TextChunk("正在读取"), ToolChunk(0, "call-1", "read", None))
+    assert (parts.finish_reason, parts.usage) == ("tool_calls", Usage(1, 2, 3))
+
+
+def test_a_payload_with_error_carries_the_providers_message() -> None:
+    with pytest.raises(ProviderError, match="^The model is overloaded.$"):
+        parse_payload({"error": {"message": "The model is overloaded.", "type": "server_error"}})
+
+
+def events(*payloads: object) -> list[SSEEvent]:
+    return [SSEEvent(p if isinstance(p, str) else json.dumps(p)) for p in payloads]
+
+
+async def chunks_of(*payloads: object) -> list[object]:
+    async def source() -> AsyncIterator[SSEEvent]:
+        for event in events(*payloads):
+            yield event
+
+    return [chunk async for chunk in iter_provider_chunks(source())]
+
+
+async def test_finish_waits_for_trailing_usage_and_done_ends_reading() -> None:
+    usage = {"choices": [], "usage": {"prompt_tokens": 12, "completion_tokens": 8, "total_tokens": 20}}
+    assert await chunks_of(
+        choice(delta={"content": "a"}), choice(finish_reason="stop"), usage, "[DONE]", "junk"
+    ) == [
+        TextChunk("a"),
+        FinishChunk("stop", Usage(12, 8, 20)),
+    ]
+    assert await chunks_of(choice(finish_reason="length")) == [FinishChunk("length")]
+    assert await chunks_of(choice(delta={"content": "a"})) == [TextChunk("a")]
+
+
+async def test_content_after_finish_and_a_changing_finish_are_errors() -> None:
+    with pytest.raises(InvalidProviderChunk, match="content arrived after finish_reason"):
+        await chunks_of(choice(finish_reason="stop"), choice(delta={"content": "late"}))
+    with pytest.raises(InvalidProviderChunk, match="finish_reason changed"):
+        await chunks_of(choice(finish_reason="stop"), choice(finish_reason="length"))
+    with pytest.raises(InvalidProviderChunk, match="^Invalid provider chunk: data is not valid JSON$"):
+        await chunks_of("{not json")
