@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing, suppress
 from types import TracebackType
 from typing import Any
@@ -120,7 +120,7 @@ class OpenAICompatibleTransport:
 
     async def _chunks(
         self, request: ProviderRequest, signal: AbortSignal | None
-    ) -> AsyncIterator[ProviderChunk]:
+    ) -> AsyncGenerator[ProviderChunk, None]:
         if signal is not None and signal.aborted:
             raise AbortError()
         http_request = self._client.build_request(

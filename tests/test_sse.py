@@ -189,7 +189,7 @@ def test_a_valid_payload_narrows_to_chunks_finish_and_usage() -> None:
 
 
 def test_a_payload_with_error_carries_the_providers_message() -> None:
-    with pytest.raises(ProviderError, match="^The model is overloaded.$"):
+    with pytest.raises(ProviderError, match=r"^The model is overloaded\.$"):
         parse_payload({"error": {"message": "The model is overloaded.", "type": "server_error"}})
 
 
@@ -222,5 +222,5 @@ async def test_content_after_finish_and_a_changing_finish_are_errors() -> None:
         await chunks_of(choice(finish_reason="stop"), choice(delta={"content": "late"}))
     with pytest.raises(InvalidProviderChunk, match="finish_reason changed"):
         await chunks_of(choice(finish_reason="stop"), choice(finish_reason="length"))
-    with pytest.raises(InvalidProviderChunk, match="^Invalid provider chunk: data is not valid JSON$"):
+    with pytest.raises(InvalidProviderChunk, match=r"^Invalid provider chunk: data is not valid JSON$"):
         await chunks_of("{not json")
