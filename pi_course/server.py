@@ -97,18 +97,22 @@ def mainline(messages: MessageList) -> Reply:
     ]
 
 
-def interleaved(messages: MessageList) -> Reply:
-    """The 4/2 diagnostic reply: text between two tools with provider indexes 4 and 2."""
-    return [
-        tool_delta(4, '{"path":', "call-read", "read"),
-        delta("先读"),
-        tool_delta(2, '{"query":', "call-search", "search"),
-        tool_delta(4, '"README.md"}'),
-        delta("，再查"),
-        tool_delta(2, '"pi"}'),
-        finish("tool_calls"),
-        usage(10, 6),
-    ]
+def interleaved(first: int, second: int) -> Callable[[MessageList], Reply]:
+    """Text between two tools; 4/2 is the chapter's diagnostic, 0/1 what real providers send."""
+
+    def script(messages: MessageList) -> Reply:
+        return [
+            tool_delta(first, '{"path":', "call-read", "read"),
+            delta("先读"),
+            tool_delta(second, '{"query":', "call-search", "search"),
+            tool_delta(first, '"README.md"}'),
+            delta("，再查"),
+            tool_delta(second, '"pi"}'),
+            finish("tool_calls"),
+            usage(10, 6),
+        ]
+
+    return script
 
 
 def slow(messages: MessageList) -> Reply:
@@ -121,7 +125,8 @@ def slow(messages: MessageList) -> Reply:
 
 SCRIPTS: dict[str, Callable[[MessageList], Reply]] = {
     "mainline": mainline,
-    "interleaved-4-2": interleaved,
+    "interleaved-4-2": interleaved(4, 2),
+    "interleaved": interleaved(0, 1),
     "slow": slow,
     "fault-401": lambda m: HTTPFailure(401, "Incorrect API key provided.", "invalid_request_error"),
     "fault-429": lambda m: HTTPFailure(429, "Rate limit reached, retry later.", "rate_limit_error"),
