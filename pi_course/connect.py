@@ -44,6 +44,6 @@ def connect(model: str | None = None, *, env: Mapping[str, str] | None = None) -
         api_key = env.get("PI_COURSE_API_KEY", "")
     else:
         base_url, provider, name = local_provider_url(), LOCAL_PROVIDER_NAME, model or "mainline"
-        api_key = "no-key-needed"  # HTTP forbids an empty bearer token; the local provider ignores it
+        api_key = ""  # the local provider needs no key
     transport = OpenAICompatibleTransport(base_url=base_url, api_key=api_key)
     return OpenAICompatibleModel(provider=provider, model=name, transport=transport)

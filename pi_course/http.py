@@ -99,6 +99,12 @@ class OpenAICompatibleTransport:
     ) -> None:
         await self.aclose()
 
+    def _headers(self) -> dict[str, str]:
+        headers = {"Accept": "text/event-stream", "Content-Type": "application/json"}
+        if self._key.reveal():  # keyless local servers (Ollama, llama.cpp) get no empty Bearer
+            headers["Authorization"] = f"Bearer {self._key.reveal()}"
+        return headers
+
     def request_body(self, request: ProviderRequest) -> dict[str, Any]:
         return {**request, "stream": True, "stream_options": {"include_usage": True}}
 
@@ -126,11 +132,7 @@ class OpenAICompatibleTransport:
         http_request = self._client.build_request(
             "POST",
             self.url,
-            headers={
-                "Accept": "text/event-stream",
-                "Authorization": f"Bearer {self._key.reveal()}",
-                "Content-Type": "application/json",
-            },
+            headers=self._headers(),
             content=json.dumps(self.request_body(request), ensure_ascii=False).encode(),
         )
         abort = _AbortRace(signal)
