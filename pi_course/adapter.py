@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Literal, Protocol, TypeAlias
 
 from .outbound import build_request
@@ -152,16 +152,16 @@ class OpenAICompatibleModel:
         text_pieces: list[str] = []
         tool_buffers: dict[int, ToolBuffer] = {}
         finish: FinishChunk | None = None
-        timestamp = self.clock()
+        streaming = AssistantMessage((), self.provider, self.model, EMPTY_USAGE, "stop", self.clock())
 
-        def message(
-            stop_reason: StopReason = "stop", usage: Usage = EMPTY_USAGE, error: str | None = None
-        ) -> AssistantMessage:
-            return AssistantMessage(
-                tuple(content), self.provider, self.model, usage, stop_reason, timestamp, error
-            )
+        def partial() -> AssistantMessage:
+            return streaming.with_content(tuple(content))
 
-        yield StartEvent(message())
+        def message(stop_reason: StopReason, usage: Usage, error: str | None = None) -> AssistantMessage:
+            return replace(streaming, content=tuple(content), stop_reason=stop_reason, usage=usage,
+                           error_message=error)  # fmt: skip
+
+        yield StartEvent(partial())
         try:
             request = build_request(self.model, context)
             async with _closing(self.transport.stream(request, signal=signal)) as chunks:
@@ -175,7 +175,7 @@ class OpenAICompatibleModel:
                                 content.append(TextContent(""))
                             text_pieces.append(delta)
                             content[text_content_index] = TextContent.joined(text_pieces)
-                            yield TextDeltaEvent(text_content_index, delta, message())
+                            yield TextDeltaEvent(text_content_index, delta, partial())
                         case ToolChunk(index=index):
                             buffer = tool_buffers.get(index)
                             if buffer is None:
@@ -187,19 +187,19 @@ class OpenAICompatibleModel:
                             delta = chunk.arguments_delta or ""
                             buffer.raw_arguments += delta
                             content[buffer.content_index] = buffer.streaming_call()
-                            yield ToolCallDeltaEvent(buffer.content_index, delta, message())
+                            yield ToolCallDeltaEvent(buffer.content_index, delta, partial())
                         case FinishChunk():
                             finish = chunk
         except Exception as error:
             aborted = isinstance(error, AbortError) or (signal is not None and signal.aborted)
             reason: Literal["error", "aborted"] = "aborted" if aborted else "error"
             detail = "Request was aborted" if aborted else str(error) or type(error).__name__
-            yield ErrorEvent(reason, message(reason, error=detail))
+            yield ErrorEvent(reason, message(reason, EMPTY_USAGE, detail))
             return
 
         if finish is None:
             failure = "Provider stream ended without a finish chunk"
-            yield ErrorEvent("error", message("error", error=failure))
+            yield ErrorEvent("error", message("error", EMPTY_USAGE, failure))
             return
         usage = _normalized(finish.usage)
         stop_reason = _STOP_REASONS[finish.reason]
@@ -214,7 +214,7 @@ class OpenAICompatibleModel:
                     return
                 tool_call = ToolCall(buffer.id, buffer.name, arguments, buffer.raw_arguments)
                 content[buffer.content_index] = tool_call
-                yield ToolCallEndEvent(buffer.content_index, tool_call, message())
+                yield ToolCallEndEvent(buffer.content_index, tool_call, partial())
         yield DoneEvent(stop_reason, message(stop_reason, usage))
 
 

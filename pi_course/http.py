@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncGenerator, AsyncIterator
-from contextlib import aclosing, suppress
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
 from types import TracebackType
 from typing import Any
 
@@ -113,8 +113,8 @@ class OpenAICompatibleTransport:
     ) -> AsyncIterator[ProviderChunk]:
         failure: str | None = None
         try:
-            async with aclosing(self._chunks(request, signal)) as chunks:
-                async for chunk in chunks:
+            async with self._reads(request, signal) as reads:
+                async for chunk in iter_provider_chunks(iter_sse_events(reads)):
                     yield chunk
         except AbortError:
             raise
@@ -124,9 +124,11 @@ class OpenAICompatibleTransport:
             # Raised outside the except block: no __context__ keeps the unredacted original.
             raise ProviderTransportError(failure)
 
-    async def _chunks(
+    @asynccontextmanager
+    async def _reads(
         self, request: ProviderRequest, signal: AbortSignal | None
-    ) -> AsyncGenerator[ProviderChunk, None]:
+    ) -> AsyncIterator[AsyncIterator[bytes]]:
+        """Send the request, check the response, and hand out its body reads; always close it."""
         if signal is not None and signal.aborted:
             raise AbortError()
         http_request = self._client.build_request(
@@ -136,15 +138,15 @@ class OpenAICompatibleTransport:
             content=json.dumps(self.request_body(request), ensure_ascii=False).encode(),
         )
         abort = _AbortRace(signal)
-        response = await abort.run(self._client.send(http_request, stream=True))
         try:
-            await _check_response(response)
-            reads = response.aiter_bytes()
-            async for chunk in iter_provider_chunks(iter_sse_events(abort.iterate(reads))):
-                yield chunk
+            response = await abort.run(self._client.send(http_request, stream=True))
+            try:
+                await _check_response(response)
+                yield abort.iterate(response.aiter_bytes())
+            finally:
+                await response.aclose()
         finally:
             abort.close()
-            await response.aclose()
 
 
 class _AbortRace:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import codecs
 import json
-from collections.abc import AsyncIterable, AsyncIterator, Iterator
-from dataclasses import dataclass
-from typing import cast
+import json.scanner
+from collections.abc import AsyncIterable, AsyncIterator
+from typing import NamedTuple
 
 from .adapter import FinishChunk, FinishReason, ProviderChunk, TextChunk, ToolChunk
 from .types import Usage
@@ -21,11 +21,15 @@ DEFAULT_MAX_EVENT_SIZE = 16 * 1024 * 1024
 # --- framing ------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class SSEEvent:
+class SSEEvent(NamedTuple):
+    """One dispatched event. A named tuple: built once per token, so it must be cheap."""
+
     data: str
     event: str = "message"
     id: str = ""
+
+
+_new_event = tuple.__new__  # skips NamedTuple's Python-level __new__ on the hot path
 
 
 class SSEError(Exception):
@@ -46,33 +50,40 @@ class _Framer:
         self.size = 0
         self.last_id = ""
 
-    def feed(self, text: str) -> Iterator[SSEEvent]:
-        if not text:
-            return
+    def feed(self, text: str) -> list[SSEEvent]:
+        """Take decoded text; return the events it completes (often none, often several)."""
         parts = self.parts
+        if not text:
+            return []
         if "\n\n" not in text and not (text[0] == "\n" and parts and parts[-1][-1] == "\n"):
             parts.append(text)
             self.size += len(text)
-            if self.size > self.max_event_size:
-                raise SSEError(f"SSE event exceeds {self.max_event_size} characters without a blank line")
-            return
+            self._check_size()
+            return []
         parts.append(text)
         buffer = "".join(parts)
-        start = 0
-        end = buffer.find("\n\n")
-        while end >= 0:
-            block = buffer[start:end]
-            if block.startswith("data: ") and "\n" not in block:
-                yield SSEEvent(block[6:], "message", self.last_id)
-            else:
-                event = self._block(block)
-                if event is not None:
-                    yield event
-            start = end + 2
-            end = buffer.find("\n\n", start)
-        rest = buffer[start:]
+        blocks = buffer.split("\n\n")
+        rest = blocks.pop()  # after the last blank line: the start of an event still arriving
         self.parts = [rest] if rest else []
         self.size = len(rest)
+        self._check_size()
+        last_id = self.last_id
+        if buffer.count("\n") == 2 * len(blocks) + rest.count("\n") and all(
+            block.startswith("data: ") for block in blocks
+        ):  # the usual read: only one-line `data: ` events, so no per-line rules apply
+            return [_new_event(SSEEvent, (block[6:], "message", last_id)) for block in blocks]
+        events: list[SSEEvent] = []
+        append = events.append
+        for block in blocks:
+            if block.startswith("data: ") and "\n" not in block:
+                append(_new_event(SSEEvent, (block[6:], "message", last_id)))
+            else:
+                if (event := self._block(block)) is not None:
+                    append(event)
+                last_id = self.last_id
+        return events
+
+    def _check_size(self) -> None:
         if self.size > self.max_event_size:
             raise SSEError(f"SSE event exceeds {self.max_event_size} characters without a blank line")
 
@@ -144,11 +155,10 @@ class ProviderError(Exception):
     """The provider reported an error inside the stream (a payload with an ``error`` field)."""
 
 
-@dataclass(frozen=True, slots=True)
-class PayloadParts:
+class PayloadParts(NamedTuple):
     """What one validated payload carries: content chunks, maybe a finish reason, maybe usage."""
 
-    chunks: tuple[TextChunk | ToolChunk, ...]
+    chunks: list[TextChunk | ToolChunk]
     finish_reason: FinishReason | None
     usage: Usage | None
 
@@ -165,11 +175,13 @@ def parse_payload(raw: object) -> PayloadParts:
     choices = raw.get("choices")
     if not isinstance(choices, list):
         raise InvalidProviderChunk("choices must be an array")
-    usage = _usage(raw.get("usage"))
+    usage = raw.get("usage")
+    if usage is not None:
+        usage = _usage(usage)
     if not choices:
         if usage is None:
             raise InvalidProviderChunk("choices is empty and the payload carries no usage")
-        return PayloadParts((), None, usage)
+        return PayloadParts([], None, usage)
     if len(choices) > 1:
         raise InvalidProviderChunk(f"choices must hold one choice, got {len(choices)}")
     choice = choices[0]
@@ -192,10 +204,13 @@ def parse_payload(raw: object) -> PayloadParts:
     if tool_calls is not None:
         if not isinstance(tool_calls, list):
             raise InvalidProviderChunk("choices[0].delta.tool_calls must be an array")
-        chunks.extend(
-            _tool_chunk(item, f"choices[0].delta.tool_calls[{i}]") for i, item in enumerate(tool_calls)
-        )
-    return PayloadParts(tuple(chunks), _finish_reason(choice.get("finish_reason")), usage)
+        for i, item in enumerate(tool_calls):
+            chunks.append(_tool_chunk(item, f"choices[0].delta.tool_calls[{i}]"))
+    finish_reason = choice.get("finish_reason")
+    if finish_reason is not None and finish_reason not in _FINISH_REASONS:
+        shown = json.dumps(finish_reason, ensure_ascii=False)
+        raise InvalidProviderChunk(f"choices[0].finish_reason {shown} is not one of stop, length, tool_calls")
+    return PayloadParts(chunks, finish_reason, usage)
 
 
 def _tool_chunk(item: object, path: str) -> ToolChunk:
@@ -215,17 +230,6 @@ def _tool_chunk(item: object, path: str) -> ToolChunk:
     if call_id is None and name is None and arguments is None:
         raise InvalidProviderChunk(f"{path} carries no id, function.name or function.arguments")
     return ToolChunk(index, call_id, name, arguments)
-
-
-def _finish_reason(value: object) -> FinishReason | None:
-    if value is None:
-        return None
-    if value not in _FINISH_REASONS:
-        raise InvalidProviderChunk(
-            f"choices[0].finish_reason {json.dumps(value, ensure_ascii=False)} is not one of "
-            "stop, length, tool_calls"
-        )
-    return cast(FinishReason, value)
 
 
 def _usage(value: object) -> Usage | None:
@@ -262,6 +266,23 @@ def _provider_error_message(error: object) -> str:
     return error if isinstance(error, str) else json.dumps(error, ensure_ascii=False)
 
 
+_scan_once = json.scanner.make_scanner(json.JSONDecoder())  # type: ignore[arg-type]
+
+
+def _loads(data: str) -> object:
+    """``json.loads`` for one payload, minus its per-call whitespace regexes on the common case."""
+    try:
+        value, end = _scan_once(data, 0)
+        if end == len(data):
+            return value
+    except (StopIteration, ValueError):
+        pass
+    try:  # surrounding whitespace, or not JSON at all: the full parser decides
+        return json.loads(data)
+    except ValueError:
+        raise InvalidProviderChunk("data is not valid JSON") from None
+
+
 # --- finish + trailing usage --------------------------------------------------------------------
 
 
@@ -276,11 +297,7 @@ async def iter_provider_chunks(events: AsyncIterable[SSEEvent]) -> AsyncIterator
     async for event in events:
         if event.data == "[DONE]":
             break
-        try:
-            raw = json.loads(event.data)
-        except ValueError:
-            raise InvalidProviderChunk("data is not valid JSON") from None
-        parts = parse_payload(raw)
+        parts = parse_payload(_loads(event.data))
         if parts.chunks and finish_reason is not None:
             raise InvalidProviderChunk(f"content arrived after finish_reason {finish_reason!r}")
         for chunk in parts.chunks:

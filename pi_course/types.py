@@ -113,6 +113,17 @@ class AssistantMessage:
     def __post_init__(self) -> None:
         _frozen_tuple(self, "content")
 
+    def with_content(self, content: tuple[AssistantContent, ...]) -> AssistantMessage:
+        """``dataclasses.replace(self, content=content)`` for streaming snapshots, minus ``__init__``.
+
+        An adapter builds one of these per event; copying the instance dict is several times
+        cheaper than re-running a frozen dataclass's ``__init__`` and ``__post_init__``.
+        """
+        snapshot = object.__new__(AssistantMessage)
+        snapshot.__dict__.update(self.__dict__)
+        snapshot.__dict__["content"] = content
+        return snapshot
+
 
 @dataclass(frozen=True)
 class ToolResultMessage:

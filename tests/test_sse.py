@@ -184,7 +184,7 @@ def test_a_valid_payload_narrows_to_chunks_finish_and_usage() -> None:
             "usage": {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3},
         }
     )
-    assert parts.chunks == (TextChunk("正在读取"), ToolChunk(0, "call-1", "read", None))
+    assert parts.chunks == [TextChunk("正在读取"), ToolChunk(0, "call-1", "read", None)]
     assert (parts.finish_reason, parts.usage) == ("tool_calls", Usage(1, 2, 3))
 
 
