@@ -17,7 +17,7 @@ from .adapter import (
 from .http import OpenAICompatibleTransport, ProviderTransportError
 from .outbound import to_provider_messages, to_provider_tools
 from .scripted import ScriptedModel
-from .sse import InvalidProviderChunk, ProviderError, SSEError, SSEEvent, iter_sse_events
+from .sse import InvalidProviderChunk, ProviderError, SSEDecoder, SSEError, SSEEvent, iter_sse_events
 from .types import (
     EMPTY_USAGE,
     AbortController,
@@ -48,7 +48,18 @@ from .types import (
     user_message,
 )
 
+EDITION = "reference"  # `python -m pi_course practice` writes "practice" in its copies
+
+
+def describe_edition() -> str:
+    """Which pi_course a notebook is using, without printing any machine path."""
+    if EDITION == "practice":
+        return "使用的 pi_course：练习副本（practice copy）——你自己的实现"
+    return "使用的 pi_course：参考实现（reference）"
+
+
 __all__ = [
+    "EDITION",
     "EMPTY_USAGE",
     "AbortController",
     "AbortError",
@@ -70,6 +81,7 @@ __all__ = [
     "ProviderRequest",
     "ProviderTransport",
     "ProviderTransportError",
+    "SSEDecoder",
     "SSEError",
     "SSEEvent",
     "ScriptedModel",
@@ -87,6 +99,7 @@ __all__ = [
     "Usage",
     "UserMessage",
     "assistant_message",
+    "describe_edition",
     "fixed_transport",
     "iter_sse_events",
     "text",

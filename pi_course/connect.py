@@ -43,7 +43,12 @@ def connect(model: str | None = None, *, env: Mapping[str, str] | None = None) -
         provider = urlsplit(base_url).hostname or "openai-compatible"
         api_key = env.get("PI_COURSE_API_KEY", "")
     else:
-        base_url, provider, name = local_provider_url(), LOCAL_PROVIDER_NAME, model or "mainline"
-        api_key = ""  # the local provider needs no key
+        return local_model(model or "mainline")
     transport = OpenAICompatibleTransport(base_url=base_url, api_key=api_key)
     return OpenAICompatibleModel(provider=provider, model=name, transport=transport)
+
+
+def local_model(script: str = "mainline") -> OpenAICompatibleModel:
+    """Always the embedded local provider, whatever the environment says (reproducible output)."""
+    transport = OpenAICompatibleTransport(base_url=local_provider_url(), api_key="")
+    return OpenAICompatibleModel(provider=LOCAL_PROVIDER_NAME, model=script, transport=transport)

@@ -36,36 +36,69 @@ class SSEError(Exception):
     """The byte stream cannot be framed (an event larger than the configured bound)."""
 
 
-class _Framer:
-    """WHATWG event-stream framing over decoded text that only ever uses ``"\\n"``.
+class SSEDecoder:
+    """Sans-IO WHATWG event-stream decoder: bytes in, complete events out, one read at a time.
 
-    Text is kept as a list of parts until a blank line (``"\\n\\n"``) can end an event, so a huge
-    event is joined once, not once per read. Each complete block of lines becomes one event; the
-    common ``data: {...}`` block takes a fast path with no per-line work.
+    Lines end at CRLF, LF or a lone CR (also when CR and LF arrive in different reads); one
+    leading BOM is dropped; UTF-8 is decoded incrementally with U+FFFD for invalid bytes. After
+    that normalization the text only uses ``"\n"``, and an event is a block of lines ended by a
+    blank line, i.e. by ``"\n\n"``. Text is kept as a list of parts until a blank line can end
+    an event, so a huge event is joined once, not once per read.
     """
 
-    def __init__(self, max_event_size: int) -> None:
+    def __init__(self, *, max_event_size: int = DEFAULT_MAX_EVENT_SIZE) -> None:
         self.max_event_size = max_event_size
-        self.parts: list[str] = []
-        self.size = 0
         self.last_id = ""
+        self._utf8 = codecs.getincrementaldecoder("utf-8")("replace")
+        self._at_start = True
+        self._held_cr = False  # a CR at the end of a read may be the first half of a CRLF
+        self._parts: list[str] = []
+        self._size = 0
 
-    def feed(self, text: str) -> list[SSEEvent]:
-        """Take decoded text; return the events it completes (often none, often several)."""
-        parts = self.parts
+    @property
+    def pending(self) -> str:
+        """The text of the event still arriving (what a line buffer would hold)."""
+        return "".join(self._parts) + ("\r" if self._held_cr else "")
+
+    def feed(self, chunk: bytes) -> list[SSEEvent]:
+        """Take one network read; return the events it completes (often none, often several)."""
+        text = self._utf8.decode(chunk)
+        if self._at_start and text:
+            self._at_start = False
+            if text[0] == "\ufeff":
+                text = text[1:]
+        if self._held_cr:
+            text = "\r" + text
+            self._held_cr = False
+        if "\r" in text:
+            if text[-1] == "\r":
+                text, self._held_cr = text[:-1], True
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        return self._frame(text)
+
+    def close(self) -> list[SSEEvent]:
+        """End of input: a held CR still ends its line; an unterminated event is dropped."""
+        tail = self._utf8.decode(b"", final=True) + ("\n" if self._held_cr else "")
+        self._held_cr = False
+        events = self._frame(tail.replace("\r\n", "\n").replace("\r", "\n"))
+        self._parts, self._size = [], 0
+        return events
+
+    def _frame(self, text: str) -> list[SSEEvent]:
+        parts = self._parts
         if not text:
             return []
         if "\n\n" not in text and not (text[0] == "\n" and parts and parts[-1][-1] == "\n"):
             parts.append(text)
-            self.size += len(text)
+            self._size += len(text)
             self._check_size()
             return []
         parts.append(text)
         buffer = "".join(parts)
         blocks = buffer.split("\n\n")
         rest = blocks.pop()  # after the last blank line: the start of an event still arriving
-        self.parts = [rest] if rest else []
-        self.size = len(rest)
+        self._parts = [rest] if rest else []
+        self._size = len(rest)
         self._check_size()
         last_id = self.last_id
         if buffer.count("\n") == 2 * len(blocks) + rest.count("\n") and all(
@@ -84,7 +117,7 @@ class _Framer:
         return events
 
     def _check_size(self) -> None:
-        if self.size > self.max_event_size:
+        if self._size > self.max_event_size:
             raise SSEError(f"SSE event exceeds {self.max_event_size} characters without a blank line")
 
     def _block(self, block: str) -> SSEEvent | None:
@@ -111,33 +144,16 @@ class _Framer:
 async def iter_sse_events(
     byte_chunks: AsyncIterable[bytes], *, max_event_size: int = DEFAULT_MAX_EVENT_SIZE
 ) -> AsyncIterator[SSEEvent]:
-    """Decode any chunking of an SSE byte stream into events, by the WHATWG rules.
+    """Decode any chunking of an SSE byte stream into events (see :class:`SSEDecoder`).
 
-    Lines end at CRLF, LF or a lone CR (also when CR and LF arrive in different reads); one
-    leading BOM is dropped; UTF-8 is decoded incrementally with U+FFFD for invalid bytes; an
-    event is dispatched only at a blank line, so an unterminated last event is dropped.
+    A network read carries no protocol meaning: events are dispatched only at a blank line,
+    so an unterminated last event is dropped.
     """
-    decoder = codecs.getincrementaldecoder("utf-8")("replace")
-    framer = _Framer(max_event_size)
-    at_start = True
-    held_cr = False  # a CR at the end of a read may be the first half of a CRLF
+    decoder = SSEDecoder(max_event_size=max_event_size)
     async for chunk in byte_chunks:
-        text = decoder.decode(chunk)
-        if at_start and text:
-            at_start = False
-            if text[0] == "\ufeff":
-                text = text[1:]
-        if held_cr:
-            text = "\r" + text
-            held_cr = False
-        if "\r" in text:
-            if text[-1] == "\r":
-                text, held_cr = text[:-1], True
-            text = text.replace("\r\n", "\n").replace("\r", "\n")
-        for event in framer.feed(text):
+        for event in decoder.feed(chunk):
             yield event
-    tail = decoder.decode(b"", final=True) + ("\n" if held_cr else "")
-    for event in framer.feed(tail.replace("\r\n", "\n").replace("\r", "\n")):
+    for event in decoder.close():
         yield event
 
 

@@ -149,11 +149,7 @@ def model_over(chunks: list) -> OpenAICompatibleModel:
 async def test_normalized_transport_orders_content_by_first_appearance_with_tool_index_4_2() -> None:
     events, result = await collect(model_over(DIAGNOSTIC_4_2))
 
-    assert [e.type for e in events] == [
-        "start", "toolcall_delta", "text_delta", "toolcall_delta", "toolcall_delta",
-        "text_delta", "toolcall_delta", "toolcall_end", "toolcall_end", "done",
-    ]  # fmt: skip
-    deltas = [(e.type, e.content_index, e.delta) for e in events[1:7]]
+    deltas = [(e.type, getattr(e, "content_index", None), getattr(e, "delta", None)) for e in events[1:7]]
     assert deltas == [
         ("toolcall_delta", 0, '{"path":'),
         ("text_delta", 1, "先读"),
@@ -162,6 +158,10 @@ async def test_normalized_transport_orders_content_by_first_appearance_with_tool
         ("text_delta", 1, "，再查"),
         ("toolcall_delta", 2, '"pi"}'),
     ]
+    assert [e.type for e in events] == [
+        "start", "toolcall_delta", "text_delta", "toolcall_delta", "toolcall_delta",
+        "text_delta", "toolcall_delta", "toolcall_end", "toolcall_end", "done",
+    ]  # fmt: skip
     read_1 = streaming("call-read", "read", '{"path":')
     read_2 = streaming("call-read", "read", '{"path":"README.md"}')
     search_1 = streaming("call-search", "search", '{"query":')
