@@ -31,7 +31,7 @@ nbval: $(STAMP)
 test: lint unit nbval
 
 notebooks: $(STAMP)
-	$(BIN)/python -m pi_course.notebooks_tool execute notebooks/*.ipynb
+	$(BIN)/python tools/run_notebooks.py notebooks/*.ipynb
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py

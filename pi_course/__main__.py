@@ -7,24 +7,7 @@ import asyncio
 import sys
 from collections.abc import Sequence
 
-from .types import ModelEvent
-
-
-def describe_event(event: ModelEvent) -> str:
-    """One terminal line per event, for ``chat`` and for notebooks."""
-    match event.type:
-        case "start":
-            return "start"
-        case "text_delta" | "toolcall_delta":
-            return f"{event.type:<14} #{event.content_index} {event.delta!r}"
-        case "toolcall_end":
-            call = event.tool_call
-            return f"toolcall_end   #{event.content_index} {call.name}({call.raw_arguments}) id={call.id}"
-        case "done":
-            usage = event.message.usage
-            return f"done           {event.reason} (tokens in {usage.input}, out {usage.output})"
-        case _:
-            return f"error          {event.reason}: {event.error.error_message}"
+from .display import describe_event
 
 
 async def _chat(prompt: str, model_name: str | None) -> int:
