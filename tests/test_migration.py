@@ -1,0 +1,52 @@
+"""The migration exercise's reference transport, through the unchanged adapter."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from pi_course import AgentContext, OpenAICompatibleModel, TextContent, ToolCall, Usage, user_message
+from pi_course.migration import MAINLINE_TOKEN_STREAM, UNEXPRESSED, TokenEventTransport
+
+pytestmark = pytest.mark.anyio
+
+
+def reads_of(raw: bytes, size: int):  # type: ignore[no-untyped-def]
+    async def source(request: object) -> AsyncIterator[bytes]:
+        for start in range(0, len(raw), size):
+            yield raw[start : start + size]
+
+    return source
+
+
+@pytest.mark.parametrize("size", [1, 7, 4096])
+async def test_the_mainline_in_another_protocol_ends_in_the_same_assistant_message(size: int) -> None:
+    transport = TokenEventTransport(reads_of(MAINLINE_TOKEN_STREAM, size))
+    model = OpenAICompatibleModel(provider="token-events", model="m", transport=transport)
+    result = await model.stream(AgentContext((user_message("读取 README.md"),))).result()
+
+    assert result.stop_reason == "toolUse"
+    assert result.content == (
+        TextContent("先读取文件。"),
+        ToolCall("call-1", "read", {"path": "README.md"}, '{"path":"README.md"}'),
+    )
+    assert result.usage == Usage(12, 8, 20)
+    assert transport.unexpressed == set(UNEXPRESSED)
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        (b"event: ping\ndata: {}\n\n", "unknown event type 'ping'"),
+        (b'event: token\ndata: {"text": 1}\n\n', "token.text must be a string"),
+        (b'event: action\ndata: {"slot": -1}\n\n', "action.slot must be a non-negative integer"),
+        (b'event: end\ndata: {"reason": "halt"}\n\n', "end.reason 'halt' is not one of"),
+        (b"event: token\ndata: nope\n\n", "token data is not valid JSON"),
+    ],
+)
+async def test_bad_events_end_in_one_error_naming_the_field(raw: bytes, message: str) -> None:
+    model = OpenAICompatibleModel(provider="t", model="m", transport=TokenEventTransport(reads_of(raw, 5)))
+    events = [event async for event in model.stream(AgentContext(()))]
+    assert [e.type for e in events] == ["start", "error"]
+    assert message in (events[-1].error.error_message or "")
