@@ -42,7 +42,7 @@ class Report:
     passed: dict[str, int]
     collected: dict[str, int]
     red_light: str | None = None
-    failures: tuple[tuple[str, str], ...] = ()  # (test name, pytest's failure message)
+    failures: tuple[tuple[str, str], ...] = ()  # (test name, the report's "E" lines)
 
     def line(self, step: Step) -> str:
         passed = self.passed.get(step.number, 0)
@@ -86,6 +86,8 @@ def _environment(root: Path) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
     env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
+    for forced in ("FORCE_COLOR", "PY_COLORS", "CLICOLOR_FORCE"):  # set by some notebook kernels
+        env.pop(forced, None)
     return env
 
 
@@ -106,7 +108,8 @@ def run_focused(steps: tuple[Step, ...] = STEPS, path: str | Path | None = None)
         keyword = " or ".join(step.keyword for step in steps)
         command = [
             sys.executable, "-m", "pytest", str(test_file), "-k", keyword, "-q", "-p", "no:cacheprovider",
-            "--rootdir", str(test_file.parent), "-o", "addopts=", f"--junitxml={junit}",
+            "--rootdir", str(test_file.parent), "-o", "addopts=", "--color=no", "--code-highlight=no",
+            f"--junitxml={junit}",
         ]  # fmt: skip
         run = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, check=False)
         if not junit.exists():
@@ -120,12 +123,20 @@ def run_focused(steps: tuple[Step, ...] = STEPS, path: str | Path | None = None)
             name = case.get("name", "")
             problems = [child for child in case if child.tag in ("failure", "error", "skipped")]
             failed = bool(problems)
-            failures += [(name, problem.get("message", "")) for problem in problems]
+            failures += [
+                (name, _assertion_lines(problem.text or problem.get("message") or "")) for problem in problems
+            ]
             for step in steps:
                 if name.startswith(f"test_{step.keyword}"):
                     collected[step.number] = collected.get(step.number, 0) + 1
                     passed[step.number] = passed.get(step.number, 0) + (not failed)
     return Report(passed, collected, failures=tuple(failures))
+
+
+def _assertion_lines(report: str) -> str:
+    """The ``E   ...`` lines of a pytest failure report: what was asserted and how it differed."""
+    lines = [line[1:].strip() for line in report.splitlines() if line.startswith("E ")]
+    return "\n".join(line for line in lines if line) or report.strip()
 
 
 def steps_for(number: str | None) -> tuple[Step, ...]:

@@ -50,3 +50,19 @@ async def test_bad_events_end_in_one_error_naming_the_field(raw: bytes, message:
     events = [event async for event in model.stream(AgentContext(()))]
     assert [e.type for e in events] == ["start", "error"]
     assert message in (events[-1].error.error_message or "")
+
+
+async def test_check_transport_accepts_the_reference_and_rejects_a_stub(capsys: pytest.CaptureFixture[str]) -> None:
+    from pi_course.migration import check_transport
+
+    class Stub:
+        def __init__(self, source: object) -> None:
+            pass
+
+        async def stream(self, request: object, *, signal: object = None) -> AsyncIterator[object]:
+            raise NotImplementedError("TODO")
+            yield
+
+    assert await check_transport(TokenEventTransport)
+    assert not await check_transport(Stub)
+    assert "error          error: TODO" in capsys.readouterr().out
