@@ -52,7 +52,9 @@ async def test_bad_events_end_in_one_error_naming_the_field(raw: bytes, message:
     assert message in (events[-1].error.error_message or "")
 
 
-async def test_check_transport_accepts_the_reference_and_rejects_a_stub(capsys: pytest.CaptureFixture[str]) -> None:
+async def test_check_transport_accepts_the_reference_and_rejects_a_stub(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     from pi_course.migration import check_transport
 
     class Stub:
