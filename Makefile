@@ -16,8 +16,8 @@ lab: $(STAMP)
 	$(BIN)/jupyter lab notebooks/
 
 lint: $(STAMP)
-	$(BIN)/ruff check pi_course tests bench
-	$(BIN)/ruff format --check pi_course tests bench
+	$(BIN)/ruff check pi_course tests bench tools
+	$(BIN)/ruff format --check pi_course tests bench tools
 	$(BIN)/mypy --strict pi_course
 
 unit: $(STAMP)
