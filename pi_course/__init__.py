@@ -38,7 +38,9 @@ from .types import (
     ToolCall,
     ToolCallDeltaEvent,
     ToolCallEndEvent,
+    # BEGIN LAB 5.1 REMOVE
     ToolDefinition,
+    # END LAB 5.1 REMOVE
     ToolResultMessage,
     Usage,
     UserMessage,
@@ -94,7 +96,9 @@ __all__ = [
     "ToolCallDeltaEvent",
     "ToolCallEndEvent",
     "ToolChunk",
+    # BEGIN LAB 5.1 REMOVE
     "ToolDefinition",
+    # END LAB 5.1 REMOVE
     "ToolResultMessage",
     "Usage",
     "UserMessage",

@@ -80,6 +80,8 @@ class _FixedTransport:
     async def stream(
         self, request: ProviderRequest, *, signal: AbortSignal | None = None
     ) -> AsyncIterator[ProviderChunk]:
+        """Lab 5.2: Yield the chunks in order, checking the signal before each one."""
+        # BEGIN LAB 5.2
         self.requests.append(request)
         for chunk in self.chunks:
             if signal is not None and signal.aborted:
@@ -87,6 +89,7 @@ class _FixedTransport:
             if isinstance(chunk, BaseException):
                 raise chunk
             yield chunk
+        # END LAB 5.2
 
     def __repr__(self) -> str:
         return f"fixed_transport({len(self.chunks)} chunks)"
@@ -147,6 +150,8 @@ class OpenAICompatibleModel:
 
     async def _events(self, context: AgentContext, signal: AbortSignal | None) -> AsyncIterator[ModelEvent]:
         # The per-request state: it lives inside one stream() call and nowhere else.
+        """Lab 5.2: The state machine: ProviderChunks in, snapshot events out, one terminal event."""
+        # BEGIN LAB 5.2
         content: list[AssistantContent] = []
         text_content_index: int | None = None
         text_pieces: list[str] = []
@@ -220,6 +225,7 @@ class OpenAICompatibleModel:
                 content[buffer.content_index] = tool_call
                 yield ToolCallEndEvent(buffer.content_index, tool_call, partial())
         yield DoneEvent(stop_reason, message(stop_reason, usage))
+        # END LAB 5.2
 
 
 @asynccontextmanager
@@ -234,9 +240,11 @@ async def _closing(chunks: AsyncIterator[ProviderChunk]) -> AsyncIterator[AsyncI
 
 
 def _normalized(usage: Usage | None) -> Usage:
-    """Missing counts are 0; a missing total is input + output."""
+    """Lab 5.2: Missing counts are 0; a missing total is input + output."""
+    # BEGIN LAB 5.2
     if usage is None:
         return EMPTY_USAGE
     if usage.total_tokens:
         return usage
     return Usage(usage.input, usage.output, usage.input + usage.output)
+    # END LAB 5.2

@@ -40,14 +40,18 @@ class _Secret:
         return self._value
 
     def redact(self, message: str) -> str:
+        """Lab 5.4: Replace every occurrence of the key in ``message`` with ``[redacted]``."""
+        # BEGIN LAB 5.4 (starter: return message)
         return message.replace(self._value, REDACTED) if self._value else message
+        # END LAB 5.4
 
     def __repr__(self) -> str:
         return REDACTED
 
 
 def chat_completions_url(base_url: str) -> str:
-    """``base_url`` without trailing slashes + ``/chat/completions``; must be absolute http(s)."""
+    """Lab 5.4: ``base_url`` without trailing slashes + ``/chat/completions``; must be absolute http(s)."""
+    # BEGIN LAB 5.4 (starter: return base_url + "/chat/completions")
     url = base_url.rstrip("/") + "/chat/completions"
     try:
         parsed = httpx.URL(url)
@@ -58,6 +62,7 @@ def chat_completions_url(base_url: str) -> str:
             f"base_url must be an absolute http(s) URL such as 'https://api.openai.com/v1', got {base_url!r}"
         )
     return url
+    # END LAB 5.4
 
 
 class OpenAICompatibleTransport:
@@ -100,17 +105,25 @@ class OpenAICompatibleTransport:
         await self.aclose()
 
     def _headers(self) -> dict[str, str]:
+        """Lab 5.4: Accept SSE, send JSON, and the key as a Bearer token (the only place it goes)."""
+        # BEGIN LAB 5.4 (starter: return {"Authorization": f"Bearer {self._key.reveal()}"})
         headers = {"Accept": "text/event-stream", "Content-Type": "application/json"}
         if self._key.reveal():  # keyless local servers (Ollama, llama.cpp) get no empty Bearer
             headers["Authorization"] = f"Bearer {self._key.reveal()}"
         return headers
+        # END LAB 5.4
 
     def request_body(self, request: ProviderRequest) -> dict[str, Any]:
+        """Lab 5.4: The request plus ``stream: true`` and ``stream_options.include_usage``."""
+        # BEGIN LAB 5.4 (starter: return dict(request))
         return {**request, "stream": True, "stream_options": {"include_usage": True}}
+        # END LAB 5.4
 
     async def stream(
         self, request: ProviderRequest, *, signal: AbortSignal | None = None
     ) -> AsyncIterator[ProviderChunk]:
+        """Lab 5.3: Validated chunks from one streamed request; errors leave with the key redacted."""
+        # BEGIN LAB 5.3
         failure: str | None = None
         try:
             async with self._reads(request, signal) as reads:
@@ -123,12 +136,14 @@ class OpenAICompatibleTransport:
         if failure is not None:
             # Raised outside the except block: no __context__ keeps the unredacted original.
             raise ProviderTransportError(failure)
+        # END LAB 5.3
 
     @asynccontextmanager
     async def _reads(
         self, request: ProviderRequest, signal: AbortSignal | None
     ) -> AsyncIterator[AsyncIterator[bytes]]:
-        """Send the request, check the response, and hand out its body reads; always close it."""
+        """Lab 5.3: Send the request, check the response, and hand out its body reads; always close it."""
+        # BEGIN LAB 5.3
         if signal is not None and signal.aborted:
             raise AbortError()
         http_request = self._client.build_request(
@@ -147,6 +162,7 @@ class OpenAICompatibleTransport:
                 await response.aclose()
         finally:
             abort.close()
+        # END LAB 5.3
 
 
 class _AbortRace:
@@ -196,6 +212,8 @@ class _AbortRace:
 
 
 async def _check_response(response: httpx.Response) -> None:
+    """Lab 5.3: A non-2xx status or a non-SSE content type is an error, before any body is read."""
+    # BEGIN LAB 5.3
     if not response.is_success:
         body = (await response.aread()).decode("utf-8", "replace")
         raise ProviderTransportError(f"Provider returned HTTP {response.status_code}: {_error_message(body)}")
@@ -204,6 +222,7 @@ async def _check_response(response: httpx.Response) -> None:
         raise ProviderTransportError(
             f"Provider returned content type {content_type or 'none'!r}, expected text/event-stream"
         )
+    # END LAB 5.3
 
 
 def _error_message(body: str) -> str:

@@ -6,24 +6,27 @@ Both functions are pure: they read the context and build new ``dict``/``list`` v
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .types import (
     AgentContext,
     AssistantMessage,
     TextContent,
     ToolCall,
-    ToolDefinition,
     ToolResultMessage,
     UserMessage,
     json_stringify,
 )
 
+if TYPE_CHECKING:  # only an annotation here; a practice copy starts without ToolDefinition
+    from .types import ToolDefinition
+
 WireMessage = dict[str, Any]
 
 
 def to_provider_messages(context: AgentContext) -> list[WireMessage]:
-    """System prompt first, then one wire message per canonical message."""
+    """Lab 5.1: System prompt first, then one wire message per canonical message."""
+    # BEGIN LAB 5.1
     messages: list[WireMessage] = []
     if context.system_prompt:
         messages.append({"role": "system", "content": context.system_prompt})
@@ -43,10 +46,12 @@ def to_provider_messages(context: AgentContext) -> list[WireMessage]:
                     }
                 )
     return messages
+    # END LAB 5.1
 
 
 def _assistant_to_wire(content: Sequence[TextContent | ToolCall]) -> WireMessage:
-    """Text (or ``None``) plus ``tool_calls``; arguments prefer the provider's own raw text."""
+    """Lab 5.1: Text (or ``None``) plus ``tool_calls``; arguments prefer the provider's own raw text."""
+    # BEGIN LAB 5.1
     texts = [block for block in content if isinstance(block, TextContent)]
     calls = [block for block in content if isinstance(block, ToolCall)]
     wire: WireMessage = {"role": "assistant", "content": _joined_text(texts) if texts else None}
@@ -67,6 +72,7 @@ def _assistant_to_wire(content: Sequence[TextContent | ToolCall]) -> WireMessage
             for call in calls
         ]
     return wire
+    # END LAB 5.1
 
 
 def _joined_text(blocks: Sequence[TextContent]) -> str:
@@ -74,7 +80,8 @@ def _joined_text(blocks: Sequence[TextContent]) -> str:
 
 
 def to_provider_tools(tools: Sequence[ToolDefinition] | None) -> list[WireMessage] | None:
-    """Wrap each definition as ``{"type": "function", "function": ...}``; no tools → ``None``."""
+    """Lab 5.1: Wrap each definition as ``{"type": "function", "function": ...}``; no tools → ``None``."""
+    # BEGIN LAB 5.1
     if not tools:
         return None
     return [
@@ -88,6 +95,7 @@ def to_provider_tools(tools: Sequence[ToolDefinition] | None) -> list[WireMessag
         }
         for tool in tools
     ]
+    # END LAB 5.1
 
 
 def _plain_copy(value: object) -> Any:
@@ -100,9 +108,11 @@ def _plain_copy(value: object) -> Any:
 
 
 def build_request(model: str, context: AgentContext) -> dict[str, Any]:
-    """The JSON-ready ``ProviderRequest``: no ``tools`` key at all when there are none."""
+    """Lab 5.1: The JSON-ready ``ProviderRequest``: no ``tools`` key at all when there are none."""
+    # BEGIN LAB 5.1
     request: dict[str, Any] = {"model": model, "messages": to_provider_messages(context)}
     tools = to_provider_tools(context.tools)
     if tools is not None:
         request["tools"] = tools
     return request
+    # END LAB 5.1

@@ -61,7 +61,8 @@ class SSEDecoder:
         return "".join(self._parts) + ("\r" if self._held_cr else "")
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
-        """Take one network read; return the events it completes (often none, often several)."""
+        """Lab 5.3: Take one network read; return the events it completes (often none, often several)."""
+        # BEGIN LAB 5.3
         text = self._utf8.decode(chunk)
         if self._at_start and text:
             self._at_start = False
@@ -75,16 +76,21 @@ class SSEDecoder:
                 text, self._held_cr = text[:-1], True
             text = text.replace("\r\n", "\n").replace("\r", "\n")
         return self._frame(text)
+        # END LAB 5.3
 
     def close(self) -> list[SSEEvent]:
-        """End of input: a held CR still ends its line; an unterminated event is dropped."""
+        """Lab 5.3: End of input: a held CR still ends its line; an unterminated event is dropped."""
+        # BEGIN LAB 5.3
         tail = self._utf8.decode(b"", final=True) + ("\n" if self._held_cr else "")
         self._held_cr = False
         events = self._frame(tail.replace("\r\n", "\n").replace("\r", "\n"))
         self._parts, self._size = [], 0
         return events
+        # END LAB 5.3
 
     def _frame(self, text: str) -> list[SSEEvent]:
+        """Lab 5.3: Split normalized text into complete events; keep the unfinished rest."""
+        # BEGIN LAB 5.3
         parts = self._parts
         if not text:
             return []
@@ -115,13 +121,15 @@ class SSEDecoder:
                     append(event)
                 last_id = self.last_id
         return events
+        # END LAB 5.3
 
     def _check_size(self) -> None:
         if self._size > self.max_event_size:
             raise SSEError(f"SSE event exceeds {self.max_event_size} characters without a blank line")
 
     def _block(self, block: str) -> SSEEvent | None:
-        """The general rules, line by line, for a block that ends with a blank line."""
+        """Lab 5.3: The general rules, line by line, for a block that ends with a blank line."""
+        # BEGIN LAB 5.3
         data: list[str] = []
         event_type = ""
         for line in block.split("\n"):
@@ -139,6 +147,7 @@ class SSEDecoder:
         if not data:
             return None
         return SSEEvent("\n".join(data), event_type or "message", self.last_id)
+        # END LAB 5.3
 
 
 async def iter_sse_events(
@@ -183,7 +192,8 @@ _FINISH_REASONS = ("stop", "length", "tool_calls")
 
 
 def parse_payload(raw: object) -> PayloadParts:
-    """Narrow one decoded JSON payload from ``unknown`` to :class:`PayloadParts`."""
+    """Lab 5.3: Narrow one decoded JSON payload from ``unknown`` to :class:`PayloadParts`."""
+    # BEGIN LAB 5.3
     if not isinstance(raw, dict):
         raise InvalidProviderChunk("payload must be an object")
     if raw.get("error") is not None:
@@ -227,9 +237,12 @@ def parse_payload(raw: object) -> PayloadParts:
         shown = json.dumps(finish_reason, ensure_ascii=False)
         raise InvalidProviderChunk(f"choices[0].finish_reason {shown} is not one of stop, length, tool_calls")
     return PayloadParts(chunks, finish_reason, usage)
+    # END LAB 5.3
 
 
 def _tool_chunk(item: object, path: str) -> ToolChunk:
+    """Lab 5.3: Narrow one ``tool_calls`` item to a ToolChunk."""
+    # BEGIN LAB 5.3
     if not isinstance(item, dict):
         raise InvalidProviderChunk(f"{path} must be an object")
     index = _index(item.get("index"), f"{path}.index")
@@ -246,9 +259,12 @@ def _tool_chunk(item: object, path: str) -> ToolChunk:
     if call_id is None and name is None and arguments is None:
         raise InvalidProviderChunk(f"{path} carries no id, function.name or function.arguments")
     return ToolChunk(index, call_id, name, arguments)
+    # END LAB 5.3
 
 
 def _usage(value: object) -> Usage | None:
+    """Lab 5.3: Narrow ``usage`` to Usage: an object of non-negative integer token counts."""
+    # BEGIN LAB 5.3
     if value is None:
         return None
     if not isinstance(value, dict):
@@ -258,6 +274,7 @@ def _usage(value: object) -> Usage | None:
         for name in ("prompt_tokens", "completion_tokens", "total_tokens")
     ]
     return Usage(*counts)
+    # END LAB 5.3
 
 
 def _index(value: object, path: str) -> int:
@@ -303,11 +320,12 @@ def _loads(data: str) -> object:
 
 
 async def iter_provider_chunks(events: AsyncIterable[SSEEvent]) -> AsyncIterator[ProviderChunk]:
-    """Validated chunks from SSE events, ending in one :class:`FinishChunk` when a reason came.
+    """Lab 5.3: Validated chunks from SSE events, ending in one :class:`FinishChunk` when a reason came.
 
     The finish reason and the usage may arrive in different payloads: remember the reason, keep
     reading, and synthesize the single finish chunk at ``[DONE]`` or at the end of input.
     """
+    # BEGIN LAB 5.3
     finish_reason: FinishReason | None = None
     usage: Usage | None = None
     async for event in events:
@@ -327,3 +345,4 @@ async def iter_provider_chunks(events: AsyncIterable[SSEEvent]) -> AsyncIterator
         usage = parts.usage or usage
     if finish_reason is not None:
         yield FinishChunk(finish_reason, usage)
+    # END LAB 5.3

@@ -145,6 +145,7 @@ AgentMessage: TypeAlias = UserMessage | AssistantMessage | ToolResultMessage
 # --- chapter 05: tools and the context ---------------------------------------------------------
 
 
+# BEGIN LAB 5.1 REMOVE
 @dataclass(frozen=True)
 class ToolDefinition:
     """A tool the model may call: its name, a description and a JSON Schema for its arguments."""
@@ -154,16 +155,23 @@ class ToolDefinition:
     parameters: Mapping[str, object]
 
 
+# END LAB 5.1 REMOVE
+
+
 @dataclass(frozen=True)
 class AgentContext:
     messages: tuple[AgentMessage, ...]
     system_prompt: str | None = None
+    # BEGIN LAB 5.1 REMOVE
     tools: tuple[ToolDefinition, ...] | None = None
+    # END LAB 5.1 REMOVE
 
     def __post_init__(self) -> None:
         _frozen_tuple(self, "messages")
+        # BEGIN LAB 5.1 REMOVE
         if self.tools is not None:
             _frozen_tuple(self, "tools")
+        # END LAB 5.1 REMOVE
 
 
 # --- events -------------------------------------------------------------------------------------
@@ -398,7 +406,9 @@ __all__ = [
     "ToolCall",
     "ToolCallDeltaEvent",
     "ToolCallEndEvent",
+    # BEGIN LAB 5.1 REMOVE
     "ToolDefinition",
+    # END LAB 5.1 REMOVE
     "ToolResultMessage",
     "Usage",
     "UserMessage",
