@@ -84,13 +84,14 @@ class Endless(httpx.AsyncByteStream):
         self.closed = True
 
 
+def model_over(body: httpx.AsyncByteStream) -> OpenAICompatibleModel:
+    transport = transport_for(lambda request: httpx.Response(200, headers=SSE, stream=body))
+    return OpenAICompatibleModel(provider="p", model="m", transport=transport)
+
+
 async def test_cancelling_the_consumer_propagates_and_closes_the_response() -> None:
     body = Endless()
-    model = OpenAICompatibleModel(
-        provider="p",
-        model="m",
-        transport=transport_for(lambda r: httpx.Response(200, headers=SSE, stream=body)),
-    )
+    model = model_over(body)
     seen: list[str] = []
 
     async def consume() -> None:
@@ -108,11 +109,7 @@ async def test_cancelling_the_consumer_propagates_and_closes_the_response() -> N
 
 async def test_closing_a_stream_early_closes_the_response() -> None:
     body = Endless()
-    model = OpenAICompatibleModel(
-        provider="p",
-        model="m",
-        transport=transport_for(lambda r: httpx.Response(200, headers=SSE, stream=body)),
-    )
+    model = model_over(body)
     async with model.stream(AgentContext([user_message("x")])) as stream:
         async for event in stream:
             if event.type == "text_delta":
