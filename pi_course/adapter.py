@@ -149,9 +149,9 @@ class OpenAICompatibleModel:
         return ModelStream(self._events(context, signal))
 
     async def _events(self, context: AgentContext, signal: AbortSignal | None) -> AsyncIterator[ModelEvent]:
-        # The per-request state: it lives inside one stream() call and nowhere else.
         """Lab 5.2: The state machine: ProviderChunks in, snapshot events out, one terminal event."""
         # BEGIN LAB 5.2
+        # The per-request state: it lives inside one stream() call and nowhere else.
         content: list[AssistantContent] = []
         text_content_index: int | None = None
         text_pieces: list[str] = []

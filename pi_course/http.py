@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager, suppress
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
 from .adapter import ProviderChunk, ProviderRequest
 from .sse import iter_provider_chunks, iter_sse_events
 from .types import AbortError, AbortSignal
+
+T = TypeVar("T")
 
 REDACTED = "[redacted]"
 DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=10.0)
@@ -170,38 +172,31 @@ class _AbortRace:
 
     def __init__(self, signal: AbortSignal | None) -> None:
         self.signal = signal
-        self._waiter: asyncio.Task[None] | None = None
+        self._waiter: asyncio.Future[None] | None = None
 
-    async def run(self, step: Any) -> Any:
+    async def run(self, step: Awaitable[T]) -> T:
         if self.signal is None:
             return await step
-        if self.signal.aborted:
-            step.close()
-            raise AbortError()
         if self._waiter is None:
             self._waiter = asyncio.ensure_future(self.signal.wait())
         task = asyncio.ensure_future(step)
         try:
             await asyncio.wait((task, self._waiter), return_when=asyncio.FIRST_COMPLETED)
         finally:
-            if not task.done():
+            if not task.done():  # the abort won, or our own task is being cancelled
                 task.cancel()
                 with suppress(asyncio.CancelledError, Exception):
                     await task
-        if task.cancelled() or not task.done():
-            raise AbortError()
-        if self.signal.aborted and task.exception() is not None:
+        if self.signal.aborted and (task.cancelled() or task.exception() is not None):
             raise AbortError()
         return task.result()
 
     async def iterate(self, reads: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-        if self.signal is None:
-            async for chunk in reads:
-                yield chunk
-            return
         while True:
+            if self.signal is not None and self.signal.aborted:
+                raise AbortError()
             try:
-                chunk = await self.run(reads.__anext__())
+                chunk = await self.run(anext(reads))
             except StopAsyncIteration:
                 return
             yield chunk
