@@ -70,9 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(error, file=sys.stderr)
             return 2
         print(f"练习目录已创建：{target}")
-        print(
-            f"下一步：cd {target} && python -m pi_course check 05   （先看第一次红灯），然后阅读 LEARNING.md"
-        )
+        print(f"下一步：cd {target} && python -m pi_course check 05（先看第一次红灯），再读 LEARNING.md")
         return 0
     if args.command == "check":
         from .checkpoint import check as run_check
