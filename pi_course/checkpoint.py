@@ -86,8 +86,10 @@ def _environment(root: Path) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
     env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
-    for forced in ("FORCE_COLOR", "PY_COLORS", "CLICOLOR_FORCE"):  # set by some notebook kernels
-        env.pop(forced, None)
+    # The same report everywhere: some kernels force colour, and pytest prints full, untruncated
+    # assertion diffs when it sees a CI variable.
+    for variable in ("FORCE_COLOR", "PY_COLORS", "CLICOLOR_FORCE", "CI", "BUILD_NUMBER"):
+        env.pop(variable, None)
     return env
 
 
