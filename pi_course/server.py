@@ -221,7 +221,8 @@ async def chat_completions(request: Request) -> Response:
         error = {"message": reply.message, "type": reply.type}
         return JSONResponse({"error": error}, status_code=reply.status)
     if not body.get("stream"):
-        if any(isinstance(step, Drop) or "error" in step for step in reply if isinstance(step, dict | Drop)):
+        # A non-streaming reply cannot break off halfway: a script that fails mid-stream is a 500.
+        if any(isinstance(step, Drop) or (isinstance(step, dict) and "error" in step) for step in reply):
             return JSONResponse({"error": {"message": "Scripted failure.", "type": "server_error"}}, 500)
         return JSONResponse(_completion(reply, model))
     include_usage = bool((body.get("stream_options") or {}).get("include_usage"))

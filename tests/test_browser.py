@@ -92,9 +92,11 @@ def test_steppers_step_through_partials_in_chromium(lab: str) -> None:
             page.set_default_timeout(90_000)
             page.goto(lab)
             page.locator(".jp-NotebookPanel").first.wait_for()
-            expect(page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").first).to_be_attached()
+            # Run All only once the kernel is connected and idle, or the cells are not queued.
+            expect(page.locator(".jp-StatusBar-TextItem", has_text="| Idle").first).to_be_visible()
             page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
             page.locator("li[data-command='runmenu:run-all']").click()
+            expect(page.locator(".jp-InputPrompt", has_text="[1]:").first).to_be_visible()
 
             stepper = page.locator(".widget-vbox", has_text="诊断 fixture：index 4 / 2").first
             stepper.scroll_into_view_if_needed()
@@ -119,5 +121,8 @@ def test_steppers_step_through_partials_in_chromium(lab: str) -> None:
             expect(playing).to_contain_text("step 4: done")  # Play stops at the last step
             expect(playing).to_contain_text("call-1 · read · {'path': 'README.md'}")
             page.screenshot(path=str(SCREENSHOTS / "05-2-state-machine-play.png"), full_page=False)
+        except Exception:
+            page.screenshot(path=str(SCREENSHOTS / "05-2-state-machine-failure.png"), full_page=False)
+            raise
         finally:
             browser.close()

@@ -303,3 +303,15 @@ async def test_the_4_2_diagnostic_over_loopback_orders_content_by_first_appearan
         ("toolcall_delta", 2),
     ]
     assert [getattr(block, "id", "text") for block in result.content] == ["call-read", "text", "call-search"]
+
+
+@pytest.mark.parametrize("script", ["fault-drop", "fault-stream-error", "fault-401"])
+async def test_non_streaming_requests_for_failing_scripts_are_http_errors(
+    provider: LocalProvider, script: str
+) -> None:
+    async with httpx.AsyncClient() as client:
+        response = await client.post(
+            f"{provider.base_url}/chat/completions", json={"model": script, "messages": []}
+        )
+    assert response.status_code in (401, 500)
+    assert isinstance(response.json()["error"]["message"], str)
