@@ -110,6 +110,8 @@ def run_focused(steps: tuple[Step, ...] = STEPS, path: str | Path | None = None)
         keyword = " or ".join(step.keyword for step in steps)
         command = [
             sys.executable, "-m", "pytest", str(test_file), "-k", keyword, "-q", "-p", "no:cacheprovider",
+            # The focused tests need neither; importing nbval's and hypothesis' plugins costs seconds.
+            "-p", "no:nbval", "-p", "no:hypothesispytest",
             "--rootdir", str(test_file.parent), "-o", "addopts=", "--color=no", "--code-highlight=no",
             f"--junitxml={junit}",
         ]  # fmt: skip
