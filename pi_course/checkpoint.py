@@ -40,7 +40,6 @@ class Report:
     """Per-step pass counts, or the one message that stopped the tests from being collected."""
 
     passed: dict[str, int]
-    collected: dict[str, int]
     red_light: str | None = None
     failures: tuple[tuple[str, str], ...] = ()  # (test name, the report's "E" lines)
 
@@ -100,9 +99,10 @@ def run_focused(steps: tuple[Step, ...] = STEPS, path: str | Path | None = None)
     probe = subprocess.run(
         [sys.executable, "-c", _PROBE], cwd=root, env=env, capture_output=True, text=True, check=False
     )
-    if probe.returncode != 0 or probe.stdout.strip():
-        detail = probe.stdout.strip() or probe.stderr.strip().splitlines()[-1]
-        return Report({}, {}, f"第一次红灯：{detail}。先完成实践 5.1 的两个类型。")
+    if probe.returncode != 0:
+        return Report({}, f"pi_course 无法导入：{probe.stderr.strip().splitlines()[-1]}")
+    if probe.stdout.strip():
+        return Report({}, f"第一次红灯：{probe.stdout.strip()}。先完成实践 5.1 的两个类型。")
 
     test_file = focused_test_file(root)
     with tempfile.TemporaryDirectory() as scratch:
@@ -118,10 +118,9 @@ def run_focused(steps: tuple[Step, ...] = STEPS, path: str | Path | None = None)
         run = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, check=False)
         if not junit.exists():
             tail = (run.stdout + run.stderr).strip().splitlines()[-3:]
-            return Report({}, {}, "测试没有运行：" + " / ".join(tail))
+            return Report({}, "测试没有运行：" + " / ".join(tail))
         cases = ET.parse(junit).getroot().iter("testcase")
         passed: dict[str, int] = {}
-        collected: dict[str, int] = {}
         failures: list[tuple[str, str]] = []
         for case in cases:
             name = case.get("name", "")
@@ -132,9 +131,8 @@ def run_focused(steps: tuple[Step, ...] = STEPS, path: str | Path | None = None)
             ]
             for step in steps:
                 if name.startswith(f"test_{step.keyword}"):
-                    collected[step.number] = collected.get(step.number, 0) + 1
                     passed[step.number] = passed.get(step.number, 0) + (not failed)
-    return Report(passed, collected, failures=tuple(failures))
+    return Report(passed, failures=tuple(failures))
 
 
 def _assertion_lines(report: str) -> str:
@@ -169,4 +167,6 @@ def check(step: str | None = None, path: str | Path | None = None) -> bool:
     steps = steps_for(step)
     report = run_focused(steps, path)
     print("\n".join(report_lines(report, steps)))
+    for name, message in report.failures:  # what to look at first, one line per failing test
+        print(f"  ✗ {name}: {message.splitlines()[0] if message else ''}")
     return report.ok(steps)

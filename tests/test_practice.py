@@ -152,10 +152,15 @@ def test_fresh_copy_shows_the_first_red_light_then_turns_green_step_by_step(prac
     half = make_starter((PACKAGE / "http.py").read_text(encoding="utf-8"), steps={"5.4"})
     (practice / "pi_course" / "http.py").write_text(half, encoding="utf-8")
     lines = cli("check", "05", cwd=practice).stdout.splitlines()
-    assert lines[2:] == [
+    assert lines[2:5] == [
         "SSE 与 unknown 边界：5/5 通过",
         "fetch transport 与密钥脱敏：0/2 未通过",
         "第 05 章聚焦测试：9/11",
+    ]
+    # Then one line per failing test, saying what to look at first.
+    assert [line.split(":")[0] for line in lines[5:]] == [
+        "  ✗ test_fetch_transport_sends_the_exact_request",
+        "  ✗ test_fetch_transport_redacts_the_key_from_an_underlying_error",
     ]
 
     copy_reference(practice, TEACHING_FILES)
