@@ -31,6 +31,7 @@ from .types import (
     ToolCallDeltaEvent,
     ToolCallEndEvent,
     Usage,
+    aclose_iterator,
     now_ms,
 )
 
@@ -234,9 +235,7 @@ async def _closing(chunks: AsyncIterator[ProviderChunk]) -> AsyncIterator[AsyncI
     try:
         yield chunks
     finally:
-        aclose = getattr(chunks, "aclose", None)
-        if aclose is not None:
-            await aclose()
+        await aclose_iterator(chunks)
 
 
 def _normalized(usage: Usage | None) -> Usage:

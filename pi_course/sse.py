@@ -90,9 +90,10 @@ class SSEDecoder:
     def close(self) -> list[SSEEvent]:
         """Lab 5.3: End of input: a held CR still ends its line; an unterminated event is dropped."""
         # BEGIN LAB 5.3
+        # The decoder's tail holds at most U+FFFD, never a CR; a held CR becomes its line ending.
         tail = self._utf8.decode(b"", final=True) + ("\n" if self._held_cr else "")
         self._held_cr = False
-        events = self._frame(tail.replace("\r\n", "\n").replace("\r", "\n"))
+        events = self._frame(tail)
         self._parts, self._size = [], 0
         return events
         # END LAB 5.3

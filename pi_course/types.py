@@ -336,15 +336,20 @@ class ModelStream:
 
     async def aclose(self) -> None:
         """Stop early and release the transport (its response is closed)."""
-        aclose = getattr(self._events, "aclose", None)
-        if aclose is not None:
-            await aclose()
+        await aclose_iterator(self._events)
 
     async def __aenter__(self) -> ModelStream:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+
+async def aclose_iterator(iterator: object) -> None:
+    """Close an async iterator that can be closed (an async generator); leave others alone."""
+    aclose = getattr(iterator, "aclose", None)
+    if aclose is not None:
+        await aclose()
 
 
 class Model(Protocol):
