@@ -1,7 +1,11 @@
 """pi_course — chapter 05 of 动手学 Pi: the model boundary, in Python.
 
-``types`` holds the canonical protocol, ``outbound`` is practice 5.1, ``adapter`` 5.2,
-``sse`` 5.3 and ``http`` 5.4. Everything users rely on is importable from here.
+The lesson sits at the top: ``types`` holds the canonical protocol, ``outbound`` is practice
+5.1, ``adapter`` 5.2, ``sse`` 5.3, ``http`` 5.4; ``scripted`` is chapter 04's offline model and
+``migration`` the optional exercise. The tooling lives in subpackages: ``provider`` (the embedded
+OpenAI-compatible server and ``connect()``), ``course`` (practice copies, ``check``, the
+fixtures, the CLI) and ``notebook`` (widgets and display helpers). Everything users rely on is
+importable from here.
 """
 
 from .adapter import (
@@ -16,6 +20,7 @@ from .adapter import (
 )
 from .http import OpenAICompatibleTransport, ProviderTransportError
 from .outbound import to_provider_messages, to_provider_tools
+from .provider.connect import connect, local_model
 from .scripted import ScriptedModel
 from .sse import InvalidProviderChunk, ProviderError, SSEDecoder, SSEError, SSEEvent, iter_sse_events
 from .types import (
@@ -103,9 +108,11 @@ __all__ = [
     "Usage",
     "UserMessage",
     "assistant_message",
+    "connect",
     "describe_edition",
     "fixed_transport",
     "iter_sse_events",
+    "local_model",
     "text",
     "text_of",
     "to_provider_messages",

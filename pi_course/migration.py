@@ -141,7 +141,7 @@ async def check_transport(make_transport: Callable[[ByteSource], Any], read_size
     then ``read`` as call-1 with ``{"path": "README.md"}``, stop reason ``toolUse``.
     """
     from .adapter import OpenAICompatibleModel
-    from .display import describe_event
+    from .notebook.display import describe_event
     from .types import AgentContext, TextContent, ToolCall, user_message
 
     async def source(request: ProviderRequest) -> AsyncIterator[bytes]:

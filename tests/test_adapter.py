@@ -22,7 +22,7 @@ from pi_course import (
     fixed_transport,
     user_message,
 )
-from pi_course.fixtures import MAINLINE_CHUNKS, TEXT_CHUNKS, mainline_context
+from pi_course.course.fixtures import MAINLINE_CHUNKS, TEXT_CHUNKS, mainline_context
 
 pytestmark = pytest.mark.anyio
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from pi_course.practice import TEACHING_FILES, make_starter, starter_sources
+from pi_course.course.practice import TEACHING_FILES, make_starter, starter_sources
 
 ROOT = Path(__file__).parent.parent
 PACKAGE = ROOT / "pi_course"
@@ -81,7 +81,7 @@ def test_make_starter_replaces_removes_and_keeps_generators() -> None:
 def test_every_stub_names_its_step_in_message_and_docstring() -> None:
     stubs = 0
     for name, text in starter_sources().items():
-        assert "BEGIN LAB" not in text or name == "practice.py"
+        assert "BEGIN LAB" not in text or name == "course/practice.py"
         for match in re.finditer(
             r'"""Lab (\d\.\d): [^\n]*\n\s*raise NotImplementedError\("Lab (\d\.\d) ', text
         ):

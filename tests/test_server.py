@@ -34,9 +34,9 @@ from pi_course import (
     text,
     user_message,
 )
-from pi_course.connect import connect
-from pi_course.fixtures import READ_TOOL
-from pi_course.server import SCRIPTS, LocalProvider
+from pi_course.course.fixtures import READ_TOOL
+from pi_course.provider.connect import connect
+from pi_course.provider.server import SCRIPTS, LocalProvider
 
 pytestmark = pytest.mark.anyio
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from pi_course import AgentContext, OpenAICompatibleModel, fixed_transport
-from pi_course.fixtures import DIAGNOSTIC_4_2_CHUNKS, MAINLINE_SSE_LINE
-from pi_course.widgets import _CHANGED, PartialStepper, SSEBufferStepper, trace_reads
+from pi_course.course.fixtures import DIAGNOSTIC_4_2_CHUNKS, MAINLINE_SSE_LINE
+from pi_course.notebook.widgets import _CHANGED, PartialStepper, SSEBufferStepper, trace_reads
 
 pytestmark = pytest.mark.anyio
 

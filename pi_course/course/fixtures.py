@@ -6,8 +6,8 @@ a fixture it imports was edited.
 
 from __future__ import annotations
 
-from .adapter import FinishChunk, ProviderChunk, TextChunk, ToolChunk
-from .types import (
+from ..adapter import FinishChunk, ProviderChunk, TextChunk, ToolChunk
+from ..types import (
     AgentContext,
     ToolCall,
     ToolDefinition,

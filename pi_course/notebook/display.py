@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .types import ModelEvent
+from ..types import ModelEvent
 
 
 def describe_event(event: ModelEvent) -> str:

@@ -14,8 +14,8 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from .sse import SSEDecoder, SSEEvent
-from .types import AssistantContent, ModelEvent, TextContent
+from ..sse import SSEDecoder, SSEEvent
+from ..types import AssistantContent, ModelEvent, TextContent
 
 _CELL = "border:1px solid #ccc;padding:2px 8px;text-align:left;font-family:monospace"
 _CHANGED = "background:#fff3b0"

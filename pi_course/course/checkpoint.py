@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 FOCUSED_TEST = "test_05_provider_adapter.py"
+PACKAGE = Path(__file__).resolve().parents[1]  # the pi_course package this module belongs to
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,7 @@ def course_root(path: str | Path | None = None) -> Path:
     """The tree to test: ``path`` if given, else the one this ``pi_course`` was imported from."""
     if path is not None:
         return Path(path).resolve()
-    return Path(__file__).resolve().parent.parent
+    return PACKAGE.parent
 
 
 def focused_test_file(root: Path) -> Path:

@@ -19,9 +19,8 @@ import shutil
 from collections.abc import Collection
 from pathlib import Path
 
-from .checkpoint import STEPS, course_root
+from .checkpoint import PACKAGE, STEPS, course_root
 
-PACKAGE = Path(__file__).resolve().parent
 TEACHING_FILES = ("types.py", "outbound.py", "adapter.py", "sse.py", "http.py")
 _BEGIN = re.compile(
     r"^(?P<indent>\s*)# BEGIN LAB (?P<step>\d\.\d)(?P<remove> REMOVE)?(?: \(starter: (?P<starter>.*)\))?$"
@@ -80,11 +79,14 @@ def _replacement(begin: re.Match[str], region: list[str]) -> list[str]:
 def starter_sources() -> dict[str, str]:
     """Every module of the package in its starter form, by file name."""
     sources = {}
-    for path in sorted(PACKAGE.glob("*.py")):
+    for path in sorted(PACKAGE.rglob("*.py")):
+        name = path.relative_to(PACKAGE).as_posix()
+        if name.startswith("_course/"):  # a wheel's packaged course files are not package code
+            continue
         text = make_starter(path.read_text(encoding="utf-8"))
-        if path.name == "__init__.py":
+        if name == "__init__.py":
             text = text.replace('EDITION = "reference"', 'EDITION = "practice"', 1)
-        sources[path.name] = text
+        sources[name] = text
     return sources
 
 
@@ -105,6 +107,7 @@ def create_practice(destination: str | Path) -> Path:
     package = target / "pi_course"
     package.mkdir(parents=True, exist_ok=True)
     for name, text in starter_sources().items():
+        (package / name).parent.mkdir(parents=True, exist_ok=True)
         (package / name).write_text(text, encoding="utf-8")
     (target / "tests").mkdir()
     for name in ("test_05_provider_adapter.py", "conftest.py"):
@@ -112,7 +115,7 @@ def create_practice(destination: str | Path) -> Path:
     (target / "notebooks").mkdir()
     for notebook in sorted(_course_file("notebooks").glob("05-*.ipynb")):
         (target / "notebooks" / notebook.name).write_text(_without_outputs(notebook), encoding="utf-8")
-    shutil.copyfile(PACKAGE / "templates" / "LEARNING.md", target / "LEARNING.md")
+    shutil.copyfile(Path(__file__).parent / "templates" / "LEARNING.md", target / "LEARNING.md")
     return target
 
 

@@ -7,8 +7,8 @@ import threading
 from collections.abc import Mapping
 from urllib.parse import urlsplit
 
-from .adapter import OpenAICompatibleModel
-from .http import OpenAICompatibleTransport
+from ..adapter import OpenAICompatibleModel
+from ..http import OpenAICompatibleTransport
 
 LOCAL_PROVIDER_NAME = "pi-course-local"
 

@@ -1,0 +1,1 @@
+"""Notebook helpers: steppers (ipywidgets) and plain-text rendering of events."""
