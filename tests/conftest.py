@@ -1,7 +1,324 @@
+"""Shared pytest setup, plus what the ``check`` runner needs from chapter 05's test files.
+
+For tests in ``test_05_provider_adapter.py`` and ``test_05_beyond.py`` (and only those):
+
+* **A time bound.** ``PI_COURSE_TEST_TIMEOUT`` seconds (default 5). An async test is cancelled at
+  the bound, which ends any read blocked in an ``await``; a test still running two seconds later
+  (a loop that never awaits) is interrupted by ``SIGALRM`` where the platform has it. A test past
+  its bound fails with ``超过 N 秒没有结束``. After three such tests the session stops.
+* **Report facts.** A failing test records, as junit properties: the first difference of the
+  failing ``==`` (path, actual and expected, computed on the real objects, so no repr is ever
+  truncated), the ``error_message`` of every error the test saw in its events or results, the
+  innermost line of ``pi_course`` code on the failure's traceback, and the time bound if it hit.
+* **Progress.** With ``PI_COURSE_CHECK_PROGRESS`` naming a file, each test's start and outcome are
+  appended to it as JSON lines, so a runner that had to stop a hung process can still name the test.
+
+This file is copied into practice copies and into the wheel: it imports nothing from the project.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import functools
+import json
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Generator, Iterator
+from pathlib import Path
+from types import FrameType, TracebackType
+from typing import Any
+
 import pytest
+
+CHAPTER_FILES = ("test_05_provider_adapter.py", "test_05_beyond.py")
+TIMEOUT_VARIABLE = "PI_COURSE_TEST_TIMEOUT"
+PROGRESS_VARIABLE = "PI_COURSE_CHECK_PROGRESS"
+DEFAULT_TIMEOUT = 5.0
+SYNC_GRACE = 2.0  # how much longer than the bound an async test may take to react to cancellation
+MAX_TIMEOUTS = 3  # a solution that hangs everywhere should not cost the learner a minute
+
+_timed_out = pytest.StashKey[float]()
+_comparisons: list[tuple[str, object, object]] = []
+_timeouts = 0
 
 
 @pytest.fixture
 def anyio_backend() -> str:
     """The course runs on asyncio; without this, an installed trio would double every test."""
     return "asyncio"
+
+
+def _in_chapter(item: pytest.Item) -> bool:
+    return item.path.name in CHAPTER_FILES
+
+
+def time_bound() -> float:
+    try:
+        seconds = float(os.environ.get(TIMEOUT_VARIABLE, DEFAULT_TIMEOUT))
+    except ValueError:
+        return DEFAULT_TIMEOUT
+    return seconds if seconds > 0 else DEFAULT_TIMEOUT
+
+
+def _timeout_text(seconds: float) -> str:
+    return f"超过 {seconds:g} 秒没有结束"
+
+
+# --- the time bound -----------------------------------------------------------------------------
+
+
+def _bounded(test: Callable[..., Any], item: pytest.Item, seconds: float) -> Callable[..., Any]:
+    @functools.wraps(test)
+    async def bounded(*args: Any, **kwargs: Any) -> Any:
+        deadline = asyncio.timeout(seconds)
+        try:
+            async with deadline:
+                return await test(*args, **kwargs)
+        except TimeoutError:
+            if not deadline.expired():
+                raise  # the test's own TimeoutError
+            item.stash[_timed_out] = seconds
+            pytest.fail(_timeout_text(seconds))
+
+    return bounded
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> Generator[None, object, object]:
+    test = pyfuncitem.obj
+    if not _in_chapter(pyfuncitem) or not asyncio.iscoroutinefunction(test):
+        return (yield)
+    pyfuncitem.obj = _bounded(test, pyfuncitem, time_bound())
+    try:
+        return (yield)
+    finally:
+        pyfuncitem.obj = test
+
+
+@contextlib.contextmanager
+def _alarm(item: pytest.Item, seconds: float, after: float) -> Iterator[None]:
+    """Interrupt the test ``after`` seconds from now, wherever it is (Unix main thread only)."""
+    if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        item.stash[_timed_out] = seconds
+        pytest.fail(_timeout_text(seconds))
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, after)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
+    if not _in_chapter(item):
+        return (yield)
+    seconds = time_bound()
+    is_async = asyncio.iscoroutinefunction(getattr(item, "obj", None))
+    with _alarm(item, seconds, seconds + SYNC_GRACE if is_async else seconds):
+        return (yield)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    _comparisons.clear()
+
+
+# --- report facts -------------------------------------------------------------------------------
+
+
+def pytest_assertrepr_compare(op: str, left: object, right: object) -> None:
+    """Remember the failing comparison's operands; pytest's own explanation is left unchanged."""
+    _comparisons.append((op, left, right))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
+    report = yield
+    if not _in_chapter(item) or call.when != "call":
+        return report
+    item.user_properties.extend(_described(item))
+    report.user_properties = list(item.user_properties)
+    if not report.failed or call.excinfo is None:
+        return report
+    facts: list[tuple[str, str]] = []
+    timed_out = item.stash.get(_timed_out, None)
+    if timed_out is not None:
+        global _timeouts
+        _timeouts += 1
+        facts.append(("pi_course_timeout", f"{timed_out:g}"))
+        if _timeouts >= MAX_TIMEOUTS:
+            item.session.shouldstop = f"{_timeouts} 项测试超时，其余测试不再运行"
+    if _comparisons and isinstance(call.excinfo.value, AssertionError):
+        op, left, right = _comparisons[-1]
+        if op == "==":
+            facts.append(
+                ("pi_course_difference", json.dumps(first_difference(left, right), ensure_ascii=False))
+            )
+    messages = _error_messages(call.excinfo.tb, item.path)
+    if messages:
+        facts.append(("pi_course_error_message", json.dumps(messages, ensure_ascii=False)))
+    where = _innermost_package_line(call.excinfo.value)
+    if where:
+        facts.append(("pi_course_where", where))
+    item.user_properties.extend(facts)
+    report.user_properties = list(item.user_properties)
+    if facts:
+        report.sections.append(("pi_course check", "\n".join(f"{name}: {value}" for name, value in facts)))
+    return report
+
+
+def _described(item: pytest.Item) -> list[tuple[str, str]]:
+    """A check's name (its docstring's first line) and its ``下一步：`` line, when it has them."""
+    doc = getattr(getattr(item, "function", None), "__doc__", None) or ""
+    lines = [line.strip() for line in doc.strip().splitlines()]
+    if not lines or not lines[0]:
+        return []
+    label = lines[0]
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None:
+        label += f"（{callspec.id}）"
+    described = [("pi_course_label", label)]
+    hint = " ".join(line.removeprefix("下一步：") for line in lines if line.startswith("下一步："))
+    if hint:
+        described.append(("pi_course_hint", hint))
+    return described
+
+
+def first_difference(left: object, right: object) -> dict[str, Any]:
+    """Where ``left`` (actual) and ``right`` (expected) first differ, descending into containers.
+
+    Returns ``path`` (like ``[0].content[1].text``), the reprs of both values there, and the
+    outermost differing element's path and reprs as context.
+    """
+    steps: list[tuple[str, object, object]] = []
+    while True:
+        step = _differing_child(left, right)
+        if step is None:
+            break
+        name, left, right = step
+        steps.append((name, left, right))
+        if left is _MISSING or right is _MISSING:
+            break
+    path = "".join(name for name, _, _ in steps)
+    found: dict[str, Any] = {"path": path, "actual": _shown(left), "expected": _shown(right)}
+    if len(steps) > 1:
+        outer, outer_left, outer_right = steps[0]
+        found["outer"] = {"path": outer, "actual": _shown(outer_left), "expected": _shown(outer_right)}
+    return found
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "<没有这一项>"
+
+
+_MISSING = _Missing()
+
+
+def _shown(value: object) -> str:
+    return repr(value)
+
+
+def _differing_child(left: object, right: object) -> tuple[str, object, object] | None:
+    """The first child position where the two differ, or ``None`` to stop descending here."""
+    if type(left) is not type(right) or isinstance(left, str | bytes):
+        return None
+    if isinstance(left, list | tuple) and isinstance(right, list | tuple):
+        for index in range(max(len(left), len(right))):
+            a = left[index] if index < len(left) else _MISSING
+            b = right[index] if index < len(right) else _MISSING
+            if a is _MISSING or b is _MISSING or a != b:
+                return f"[{index}]", a, b
+        return None
+    if isinstance(left, dict) and isinstance(right, dict):
+        for key in [*right, *(key for key in left if key not in right)]:
+            a, b = left.get(key, _MISSING), right.get(key, _MISSING)
+            if a is _MISSING or b is _MISSING or a != b:
+                return f"[{key!r}]", a, b
+        return None
+    if dataclasses.is_dataclass(left) and not isinstance(left, type):
+        for field in dataclasses.fields(left):
+            a, b = getattr(left, field.name, _MISSING), getattr(right, field.name, _MISSING)
+            if a != b:
+                return f".{field.name}", a, b
+    return None
+
+
+def _error_messages(tb: TracebackType | None, test_file: Path) -> list[str]:
+    """The ``error_message`` of every error event or error result in the test file's frames."""
+    seen: list[str] = []
+
+    def visit(value: object, depth: int = 0) -> None:
+        if isinstance(value, list | tuple) and depth == 0:
+            for item in value[:1000]:
+                visit(item, 1)
+            return
+        message = getattr(value, "error", None) if getattr(value, "type", None) == "error" else value
+        if getattr(message, "stop_reason", None) in ("error", "aborted"):
+            text = getattr(message, "error_message", None)
+            if isinstance(text, str) and text not in seen:
+                seen.append(text)
+
+    while tb is not None:
+        frame = tb.tb_frame
+        if Path(frame.f_code.co_filename) == test_file:
+            for value in list(frame.f_locals.values()):
+                with contextlib.suppress(Exception):
+                    visit(value)
+        tb = tb.tb_next
+    return seen
+
+
+def _innermost_package_line(error: BaseException) -> str | None:
+    """``pi_course/http.py:87 (_reads)``: the deepest frame of the package under test."""
+    package = sys.modules.get("pi_course")
+    package_file = getattr(package, "__file__", None)
+    if package_file is None:
+        return None
+    root = Path(package_file).resolve().parent
+    found: str | None = None
+    chain: list[BaseException] = []
+    current: BaseException | None = error
+    while current is not None and current not in chain and len(chain) < 10:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    for exception in chain:
+        tb = exception.__traceback__
+        while tb is not None:
+            code = tb.tb_frame.f_code
+            path = Path(code.co_filename).resolve()
+            if path.is_relative_to(root) and path.name != "types.py":
+                found = f"pi_course/{path.relative_to(root).as_posix()}:{tb.tb_lineno} ({code.co_name})"
+            tb = tb.tb_next
+        if found:
+            return found
+    return found
+
+
+# --- progress -----------------------------------------------------------------------------------
+
+
+def _progress(record: dict[str, str]) -> None:
+    path = os.environ.get(PROGRESS_VARIABLE)
+    if path:
+        with open(path, "a", encoding="utf-8") as progress:
+            progress.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+
+def pytest_runtest_logstart(nodeid: str) -> None:
+    _progress({"start": nodeid})
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when == "call" or (report.when == "setup" and not report.passed):
+        _progress({"nodeid": report.nodeid, "outcome": report.outcome})

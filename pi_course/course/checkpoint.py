@@ -3,20 +3,43 @@
 The tests run in a fresh ``python -m pytest`` process with the chosen tree first on
 ``sys.path``, so a practice copy is tested as it is on disk, and a notebook kernel's own event
 loop and imports are never involved.
+
+Two sets of tests, counted apart:
+
+* the course's 11 focused tests (``tests/test_05_provider_adapter.py``), reported per practice
+  step exactly as the chapter counts them (1/1, 3/3, 5/5, 2/2, 11/11);
+* the checks "beyond the chapter" (``tests/test_05_beyond.py``): what the focused tests do not
+  exercise but a real provider, the notebooks and the local provider need.
+
+``python -m pi_course check 05`` runs both and succeeds only when both pass; ``--course-only``
+or ``--step`` runs the focused tests alone. ``check()`` from Python (the notebooks' checkpoint
+cells) runs the focused tests alone unless ``beyond=True``, so a step's checkpoint cell reports
+the course's count and nothing else.
+
+Nothing here can hang: every test has a time bound (``tests/conftest.py`` applies it, set by
+``TEST_TIMEOUT``) and the whole pytest process has one too (``RUN_TIMEOUT``).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 FOCUSED_TEST = "test_05_provider_adapter.py"
+BEYOND_TEST = "test_05_beyond.py"
 PACKAGE = Path(__file__).resolve().parents[1]  # the pi_course package this module belongs to
+
+TEST_TIMEOUT = 5.0  # seconds per test; a correct solution needs milliseconds
+RUN_TIMEOUT = 90.0  # seconds for the whole pytest process, whatever happens inside it
+WIDTH = 110  # longest value shown in full on one line
 
 
 @dataclass(frozen=True)
@@ -37,12 +60,31 @@ CHAPTER_TOTAL = sum(step.expected for step in STEPS)
 
 
 @dataclass(frozen=True)
+class Detail:
+    """What the test process found out about one failing test (see ``tests/conftest.py``)."""
+
+    message: str = ""  # the report's "E" lines
+    timeout: float | None = None  # the bound the test ran past
+    difference: dict[str, Any] | None = None  # first difference of the failing ==
+    error_messages: tuple[str, ...] = ()  # error_message of the error events the test saw
+    where: str | None = None  # innermost pi_course line on the traceback
+    assertion: str | None = None  # the failing source line of the test
+    label: str | None = None  # a beyond check's name (its docstring's first line)
+    hint: str | None = None  # a beyond check's "下一步：" line
+
+
+@dataclass(frozen=True)
 class Report:
     """Per-step pass counts, or the one message that stopped the tests from being collected."""
 
     passed: dict[str, int]
     red_light: str | None = None
-    failures: tuple[tuple[str, str], ...] = ()  # (test name, the report's "E" lines)
+    failures: tuple[tuple[str, str], ...] = ()  # (test name, the report's "E" lines), focused tests
+    details: dict[str, Detail] = field(default_factory=dict)  # by test name, focused and beyond
+    beyond: tuple[tuple[str, bool], ...] | None = None  # (test name, passed); None: not run
+    beyond_note: str | None = None  # why the beyond checks did not run
+    stopped: str | None = None  # the run did not finish: why
+    output: str = ""  # pytest's own report
 
     def line(self, step: Step) -> str:
         passed = self.passed.get(step.number, 0)
@@ -56,6 +98,9 @@ class Report:
     def ok(self, steps: tuple[Step, ...] = STEPS) -> bool:
         return self.red_light is None and all(self.passed.get(s.number, 0) == s.expected for s in steps)
 
+    def beyond_ok(self) -> bool:
+        return self.beyond is None or all(passed for _, passed in self.beyond)
+
 
 def course_root(path: str | Path | None = None) -> Path:
     """The tree to test: ``path`` if given, else the one this ``pi_course`` was imported from."""
@@ -64,11 +109,23 @@ def course_root(path: str | Path | None = None) -> Path:
     return PACKAGE.parent
 
 
-def focused_test_file(root: Path) -> Path:
-    for candidate in (root / "tests" / FOCUSED_TEST, root / "pi_course" / "_course" / "tests" / FOCUSED_TEST):
+def _test_file(root: Path, name: str) -> Path | None:
+    for candidate in (root / "tests" / name, root / "pi_course" / "_course" / "tests" / name):
         if candidate.is_file():
             return candidate
-    raise FileNotFoundError(f"{FOCUSED_TEST} not found under {root}")
+    return None
+
+
+def focused_test_file(root: Path) -> Path:
+    found = _test_file(root, FOCUSED_TEST)
+    if found is None:
+        raise FileNotFoundError(f"{FOCUSED_TEST} not found under {root}")
+    return found
+
+
+def beyond_test_file(root: Path) -> Path | None:
+    """The beyond-the-chapter checks next to the focused tests; ``None`` in an older copy."""
+    return _test_file(root, BEYOND_TEST)
 
 
 _PROBE = """
@@ -82,10 +139,13 @@ print("；".join(missing))
 """
 
 
-def _environment(root: Path) -> dict[str, str]:
+def _environment(root: Path, progress: Path | None = None) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
     env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
+    env.setdefault("PI_COURSE_TEST_TIMEOUT", f"{TEST_TIMEOUT:g}")
+    if progress is not None:
+        env["PI_COURSE_CHECK_PROGRESS"] = str(progress)
     # The same report everywhere: some kernels force colour, and pytest prints full, untruncated
     # assertion diffs when it sees a CI variable.
     for variable in ("FORCE_COLOR", "PY_COLORS", "CLICOLOR_FORCE", "CI", "BUILD_NUMBER"):
@@ -93,53 +153,213 @@ def _environment(root: Path) -> dict[str, str]:
     return env
 
 
-def run_focused(steps: tuple[Step, ...] = STEPS, path: str | Path | None = None) -> Report:
-    """Run the focused tests of ``steps`` against the tree at ``path`` and count passes per step."""
+def _import_failure(stderr: str, root: Path) -> str:
+    """One line for a package that does not import: the error, and where when it is the learner's."""
+    lines = stderr.strip().splitlines()
+    last = lines[-1] if lines else "（没有输出）"
+    where = ""
+    for line in lines:
+        found = re.match(r'\s*File "(?P<file>[^"]+)", line (?P<line>\d+)', line)
+        if found and Path(found["file"]).resolve().is_relative_to(root / "pi_course"):
+            relative = Path(found["file"]).resolve().relative_to(root).as_posix()
+            where = f"（{relative} 第 {found['line']} 行）"
+    return f"pi_course 无法导入{where}：{last}"
+
+
+def _run(command: list[str], root: Path, env: dict[str, str]) -> tuple[int | None, str]:
+    """Run pytest with a bound on the whole process; on Ctrl-C stop it and re-raise."""
+    process = subprocess.Popen(
+        command, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    try:
+        output, _ = process.communicate(timeout=RUN_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        output, _ = process.communicate()
+        return None, output
+    except BaseException:  # KeyboardInterrupt: never leave a hung pytest behind
+        process.kill()
+        process.wait()
+        raise
+    return process.returncode, output
+
+
+def run_focused(
+    steps: tuple[Step, ...] = STEPS,
+    path: str | Path | None = None,
+    *,
+    beyond: bool = False,
+    verbose: bool = False,
+) -> Report:
+    """Run the focused tests of ``steps`` (and, with ``beyond``, the beyond checks) and count passes."""
     root = course_root(path)
     env = _environment(root)
     probe = subprocess.run(
-        [sys.executable, "-c", _PROBE], cwd=root, env=env, capture_output=True, text=True, check=False
-    )
+        [sys.executable, "-c", _PROBE],
+        cwd=root, env=env, capture_output=True, text=True, check=False, timeout=RUN_TIMEOUT,
+    )  # fmt: skip
     if probe.returncode != 0:
-        return Report({}, f"pi_course 无法导入：{probe.stderr.strip().splitlines()[-1]}")
+        return Report({}, _import_failure(probe.stderr, root))
     if probe.stdout.strip():
         return Report({}, f"第一次红灯：{probe.stdout.strip()}。先完成实践 5.1 的两个类型。")
 
     test_file = focused_test_file(root)
+    files = [test_file]
+    beyond_file = beyond_test_file(root) if beyond else None
+    beyond_note = None
+    if beyond and beyond_file is None:
+        beyond_note = f"本章之外的检查：没有找到 tests/{BEYOND_TEST}，跳过"
+    if beyond_file is not None:
+        files.append(beyond_file)
     with tempfile.TemporaryDirectory() as scratch:
         junit = Path(scratch) / "junit.xml"
-        keyword = " or ".join(step.keyword for step in steps)
+        progress = Path(scratch) / "progress.jsonl"
+        env = _environment(root, progress)
+        selection = [] if beyond_file is not None else ["-k", " or ".join(step.keyword for step in steps)]
         command = [
-            sys.executable, "-m", "pytest", str(test_file), "-k", keyword, "-q", "-p", "no:cacheprovider",
+            sys.executable, "-m", "pytest", *map(str, files), *selection,
+            "-vv" if verbose else "-q", "-p", "no:cacheprovider",
             # The focused tests need neither; importing nbval's and hypothesis' plugins costs seconds.
             "-p", "no:nbval", "-p", "no:hypothesispytest",
             "--rootdir", str(test_file.parent), "-o", "addopts=", "--color=no", "--code-highlight=no",
             f"--junitxml={junit}",
         ]  # fmt: skip
-        run = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, check=False)
-        if not junit.exists():
-            tail = (run.stdout + run.stderr).strip().splitlines()[-3:]
-            return Report({}, "测试没有运行：" + " / ".join(tail))
-        cases = ET.parse(junit).getroot().iter("testcase")
-        passed: dict[str, int] = {}
-        failures: list[tuple[str, str]] = []
-        for case in cases:
-            name = case.get("name", "")
-            problems = [child for child in case if child.tag in ("failure", "error", "skipped")]
-            failed = bool(problems)
-            failures += [
-                (name, _assertion_lines(problem.text or problem.get("message") or "")) for problem in problems
-            ]
-            for step in steps:
-                if name.startswith(f"test_{step.keyword}"):
-                    passed[step.number] = passed.get(step.number, 0) + (not failed)
-    return Report(passed, failures=tuple(failures))
+        returncode, output = _run(command, root, env)
+        if returncode is None or not junit.exists():
+            return _from_progress(progress, steps, output, returncode, beyond_file is not None)
+        report = _from_junit(junit, steps, beyond_file is not None)
+    stopped = None
+    interrupted = re.search(r"Interrupted: (.*?) !*$", output, re.MULTILINE)
+    if interrupted:
+        stopped = f"测试提前停止：{interrupted[1]}"
+    return Report(
+        report.passed,
+        failures=report.failures,
+        details=report.details,
+        beyond=report.beyond,
+        beyond_note=beyond_note,
+        stopped=stopped,
+        output=output,
+    )
+
+
+def _step_of(name: str, steps: tuple[Step, ...]) -> Step | None:
+    for step in steps:
+        if name.startswith(f"test_{step.keyword}"):
+            return step
+    return None
+
+
+def _from_junit(junit: Path, steps: tuple[Step, ...], with_beyond: bool) -> Report:
+    passed: dict[str, int] = {}
+    failures: list[tuple[str, str]] = []
+    details: dict[str, Detail] = {}
+    beyond: list[tuple[str, bool]] = []
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        name = case.get("name", "")
+        is_beyond = case.get("classname", "").split(".")[-1] == BEYOND_TEST.removesuffix(".py")
+        problems = [child for child in case if child.tag in ("failure", "error", "skipped")]
+        properties = {
+            prop.get("name", ""): prop.get("value", "") for prop in case.iter("property") if prop.get("name")
+        }
+        if problems:
+            report = problems[0].text or problems[0].get("message") or ""
+            detail = _detail(report, properties)
+            details[name] = detail
+            if not is_beyond:
+                failures.append((name, detail.message))
+        elif "pi_course_label" in properties:
+            details[name] = Detail(label=properties["pi_course_label"])
+        if is_beyond:
+            beyond.append((name, not problems))
+            continue
+        step = _step_of(name, steps)
+        if step is not None:
+            passed[step.number] = passed.get(step.number, 0) + (not problems)
+    return Report(
+        passed, failures=tuple(failures), details=details, beyond=tuple(beyond) if with_beyond else None
+    )
+
+
+def _from_progress(
+    progress: Path, steps: tuple[Step, ...], output: str, returncode: int | None, with_beyond: bool
+) -> Report:
+    """The pytest process was stopped (or died): count what the progress file saw finish."""
+    started: list[str] = []
+    outcomes: dict[str, str] = {}
+    if progress.exists():
+        for line in progress.read_text(encoding="utf-8").splitlines():
+            record = json.loads(line)
+            if "start" in record:
+                started.append(record["start"])
+            else:
+                outcomes[record["nodeid"]] = record["outcome"]
+    if not started:
+        tail = output.strip().splitlines()[-3:]
+        return Report({}, "测试没有运行：" + " / ".join(tail))
+    passed: dict[str, int] = {}
+    failures: list[tuple[str, str]] = []
+    details: dict[str, Detail] = {}
+    beyond: list[tuple[str, bool]] = []
+    for nodeid in started:
+        name = nodeid.rsplit("::", 1)[-1]
+        ok = outcomes.get(nodeid) == "passed"
+        if nodeid not in outcomes:  # the test that was running when the process had to stop
+            message = f"超过 {RUN_TIMEOUT:g} 秒没有结束" if returncode is None else "测试进程意外退出"
+            details[name] = Detail(message=message, timeout=RUN_TIMEOUT if returncode is None else None)
+        elif not ok:
+            details[name] = Detail(message="未通过（测试进程没有留下报告；用 check -v 查看详情）")
+        if BEYOND_TEST.removesuffix(".py") in nodeid:
+            beyond.append((name, ok))
+            continue
+        if not ok:
+            failures.append((name, details[name].message))
+        step = _step_of(name, steps)
+        if step is not None:
+            passed[step.number] = passed.get(step.number, 0) + ok
+    if returncode is None:
+        stopped = f"测试进程超过 {RUN_TIMEOUT:g} 秒，已被停止；后面的测试没有运行"
+    else:
+        stopped = f"测试进程意外退出（返回码 {returncode}）；后面的测试没有运行"
+    return Report(
+        passed,
+        failures=tuple(failures),
+        details=details,
+        beyond=tuple(beyond) if with_beyond else None,
+        stopped=stopped,
+        output=output,
+    )
+
+
+def _detail(report: str, properties: dict[str, str]) -> Detail:
+    timeout = properties.get("pi_course_timeout")
+    difference = properties.get("pi_course_difference")
+    errors = properties.get("pi_course_error_message")
+    label = properties.get("pi_course_label")
+    return Detail(
+        message=_assertion_lines(report),
+        timeout=float(timeout) if timeout else None,
+        difference=json.loads(difference) if difference else None,
+        error_messages=tuple(json.loads(errors)) if errors else (),
+        where=properties.get("pi_course_where"),
+        assertion=_failing_line(report),
+        label=label,
+        hint=properties.get("pi_course_hint"),
+    )
 
 
 def _assertion_lines(report: str) -> str:
     """The ``E   ...`` lines of a pytest failure report: what was asserted and how it differed."""
     lines = [line[1:].strip() for line in report.splitlines() if line.startswith("E ")]
     return "\n".join(line for line in lines if line) or report.strip()
+
+
+def _failing_line(report: str) -> str | None:
+    """The test's source line pytest marked with ``>``: the first one is in the test itself."""
+    for line in report.splitlines():
+        if line.startswith(">"):
+            return line[1:].strip()
+    return None
 
 
 def steps_for(number: str | None) -> tuple[Step, ...]:
@@ -152,22 +372,177 @@ def steps_for(number: str | None) -> tuple[Step, ...]:
 
 
 def report_lines(report: Report, steps: tuple[Step, ...]) -> list[str]:
+    """The count lines: one per step, the chapter total, then the beyond checks when they ran."""
     if report.red_light is not None:
         return [report.red_light]
     lines = [report.line(step) for step in steps]
     if len(steps) == len(STEPS):
         lines.append(f"第 05 章聚焦测试：{report.total}/{CHAPTER_TOTAL}")
+    if report.beyond_note is not None:
+        lines.append(report.beyond_note)
+    if report.beyond is not None:
+        passed = sum(ok for _, ok in report.beyond)
+        lines.append(f"本章之外的检查：{passed}/{len(report.beyond)}")
+        if report.ok(steps):
+            for name, ok in report.beyond:
+                detail = report.details.get(name)
+                label = detail.label if detail is not None and detail.label else name
+                lines.append(f"  {'✓' if ok else '✗'} {label}")
+        else:
+            lines.append("  （先让聚焦测试全部通过，再看这几项）")
+    if report.stopped is not None:
+        lines.append(report.stopped)
     return lines
 
 
-def check(step: str | None = None, path: str | Path | None = None) -> bool:
+# --- what to look at next -----------------------------------------------------------------------
+
+# The next step for each focused test: the file and function a failure usually comes from.
+HINTS = {
+    "test_outbound": "pi_course/outbound.py 的 to_provider_messages()、_assistant_to_wire()、"
+    "to_provider_tools()",
+    "test_normalized_transport_orders": "pi_course/adapter.py 的 _events()：content 槽位"
+    "（第一次出现时的 len(content)，不是 chunk.index）与每个事件的 partial",
+    "test_normalized_transport_exception": "pi_course/adapter.py：fixed_transport() 在列表里的异常处抛出；"
+    "_events() 把异常变成 error 终态并保留 partial",
+    "test_normalized_transport_length": "pi_course/adapter.py 的 _events()：finish 为 length 时不解析参数，"
+    "原文留在 arguments 与 raw_arguments",
+    "test_sse_interleaved": "pi_course/sse.py 的行缓冲与 parse_payload()；"
+    "finish reason 与尾随 usage 合成一个 finish chunk",
+    "test_sse_missing_finish": "pi_course/sse.py：没有 finish reason 时不产出 finish chunk；"
+    "pi_course/http.py：结束时关闭响应",
+    "test_sse_abort": "pi_course/http.py：请求与每次读取都交给给定的 abort race helper，"
+    "并在 finally 中关闭响应",
+    "test_sse_invalid_chunk": "pi_course/sse.py 的 parse_payload()：choices 必须是数组，错误信息写出字段路径",
+    "test_sse_unknown_finish_reason": "pi_course/sse.py 的 parse_payload()：finish_reason 只能是 "
+    "stop、length、tool_calls",
+    "test_fetch_transport_sends": "pi_course/http.py 的 chat_completions_url()、_headers()、request_body()",
+    "test_fetch_transport_redacts": "pi_course/http.py 的 redact() 与 stream() 的错误出口",
+}
+
+# What running past the time bound usually means, per test.
+TIMEOUT_MEANINGS = {
+    "test_sse_abort": "被阻塞的读取没有被 abort 信号打断——signal 只在两次读取之间检查是不够的；"
+    "把每次读取交给给定的 abort race helper",
+}
+TIMEOUT_MEANING = "通常是某次读取在等一段永远不会到来的字节，或一个循环没有结束"
+
+
+def _lookup(table: dict[str, str], name: str) -> str | None:
+    for prefix, text in table.items():
+        if name.startswith(prefix):
+            return text
+    return None
+
+
+def _shorten(text: str, limit: int = WIDTH) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _aligned(actual: str, expected: str, limit: int = WIDTH) -> tuple[str, str]:
+    """Both values in full when short; else the same window of each around the first difference."""
+    if len(actual) <= limit and len(expected) <= limit:
+        return actual, expected
+    first = next((i for i, (a, b) in enumerate(zip(actual, expected, strict=False)) if a != b), None)
+    if first is None:
+        first = min(len(actual), len(expected))
+    start = max(0, first - limit // 3)
+
+    def window(text: str) -> str:
+        piece = text[start : start + limit]
+        return ("…" if start else "") + piece + ("…" if start + limit < len(text) else "")
+
+    return window(actual), window(expected)
+
+
+def _difference_lines(difference: dict[str, Any]) -> list[str]:
+    outer = difference.get("outer")
+    # The outermost differing element reads best when it is short; else go to the exact spot.
+    chosen = outer if outer and max(len(outer["actual"]), len(outer["expected"])) <= WIDTH else difference
+    path = chosen["path"]
+    actual, expected = _aligned(chosen["actual"], chosen["expected"])
+    where = f" {path}" if path else ""
+    lines = [f"实际{where}：{actual}", f"期望{where}：{expected}"]
+    if chosen is outer and difference["path"] != outer["path"]:
+        inner_actual, inner_expected = _aligned(difference["actual"], difference["expected"], WIDTH // 2)
+        lines.append(f"（第一处不同：{difference['path']}，{inner_actual} ≠ {inner_expected}）")
+    return lines
+
+
+def failure_lines(report: Report, name: str, *, beyond: bool = False) -> list[str]:
+    """One line naming the test and the next step, then the decisive lines, indented."""
+    detail = report.details.get(name, Detail())
+    if detail.timeout is not None:
+        meaning = _lookup(TIMEOUT_MEANINGS, name) or TIMEOUT_MEANING
+        decisive = [f"超过 {detail.timeout:g} 秒没有结束：{meaning}。"]
+        if detail.where:
+            decisive.append(f"停在 {detail.where}")
+    else:
+        decisive = []
+        if detail.assertion and detail.difference is not None:
+            statement = detail.assertion + ("…" if detail.assertion[-1:] in "([{" else "")
+            decisive.append(f"断言：{_shorten(statement)}")
+        if detail.difference is not None:
+            decisive += _difference_lines(detail.difference)
+        elif detail.message:
+            decisive.append(_shorten(detail.message.splitlines()[0], 2 * WIDTH))
+        for message in detail.error_messages:
+            decisive.append(f"你的代码发出了 error 事件，error_message：{_shorten(repr(message), 2 * WIDTH)}")
+        if detail.where and detail.difference is None:
+            decisive.append(f"出错位置：{detail.where}")
+    if beyond:
+        next_step = detail.hint or "见 tests/test_05_beyond.py 中这项检查的说明"
+        title = detail.label or name
+        head = f"  ✗ {title}（{name}）— 下一步：{next_step}"
+    else:
+        next_step = _lookup(HINTS, name) or "见 tests/test_05_provider_adapter.py 中这项测试"
+        head = f"  ✗ {name} — 下一步：看 {next_step}"
+    return [head, *(f"      {line}" for line in decisive)]
+
+
+def next_step_lines(report: Report, steps: tuple[Step, ...]) -> list[str]:
+    """The failures to look at first: those of the first unfinished step (then the beyond checks)."""
+    if report.red_light is not None:
+        return []
+    unfinished = [step for step in steps if report.passed.get(step.number, 0) < step.expected]
+    lines: list[str] = []
+    if unfinished:
+        first = unfinished[0]
+        for name, _ in report.failures:
+            if _step_of(name, (first,)) is not None:
+                lines += failure_lines(report, name)
+        if not any(_step_of(name, (first,)) for name, _ in report.failures):
+            lines.append(f"  ✗ 实践 {first.number} 的测试没有全部运行——用 check -v 查看 pytest 的完整报告")
+        later = [step.number for step in unfinished[1:]]
+        if later:
+            lines.append(f"  之后还未通过：实践 {'、'.join(later)}（先完成实践 {first.number}）")
+        return lines
+    for name, ok in report.beyond or ():
+        if not ok:
+            lines += failure_lines(report, name, beyond=True)
+    return lines
+
+
+def check(
+    step: str | None = None,
+    path: str | Path | None = None,
+    *,
+    beyond: bool = False,
+    verbose: bool = False,
+) -> bool:
     """Print one line per step (and the chapter total); ``True`` when everything passed.
 
-    This is what notebook checkpoint cells and ``python -m pi_course check 05`` call.
+    This is what notebook checkpoint cells and ``python -m pi_course check 05`` call. From
+    Python it runs the course's focused tests only; the command line passes ``beyond=True``
+    unless given ``--course-only`` or ``--step``. ``verbose`` prints pytest's own report first.
     """
     steps = steps_for(step)
-    report = run_focused(steps, path)
+    report = run_focused(steps, path, beyond=beyond and step is None, verbose=verbose)
+    if verbose and report.output:
+        print(report.output.rstrip())
+        print()
     print("\n".join(report_lines(report, steps)))
-    for name, message in report.failures:  # what to look at first, one line per failing test
-        print(f"  ✗ {name}: {message.splitlines()[0] if message else ''}")
-    return report.ok(steps)
+    lines = next_step_lines(report, steps)
+    if lines:
+        print("\n".join(lines))
+    return report.ok(steps) and report.beyond_ok()

@@ -47,6 +47,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     check.add_argument("chapter", choices=["05"])
     check.add_argument("--step", choices=["5.1", "5.2", "5.3", "5.4"])
     check.add_argument("--path", help="a practice copy (default: this pi_course)")
+    check.add_argument("-v", "--verbose", action="store_true", help="print pytest's full report too")
+    check.add_argument(
+        "--course-only", action="store_true", help="the 11 focused tests alone, without the beyond checks"
+    )
 
     checkpoint = commands.add_parser("checkpoint", help="where chapter 05 starts and ends")
     checkpoint.add_argument("chapter", choices=["05"])
@@ -75,7 +79,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "check":
         from .checkpoint import check as run_check
 
-        return 0 if run_check(args.step, args.path) else 1
+        try:
+            beyond = args.step is None and not args.course_only
+            return 0 if run_check(args.step, args.path, beyond=beyond, verbose=args.verbose) else 1
+        except KeyboardInterrupt:
+            print("check 已中断（Ctrl-C）。", file=sys.stderr)
+            return 130
     if args.command == "checkpoint":
         from .practice import target_diff
 

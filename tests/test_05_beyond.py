@@ -1,0 +1,226 @@
+"""Checks beyond the chapter: what the 11 focused tests do not exercise but real use needs.
+
+``python -m pi_course check 05`` runs these after the focused tests and counts them apart
+("本章之外的检查"). They use only the public API (``from pi_course import …``), so they run
+unchanged against a practice copy. Each check's docstring gives its name (first line) and the
+next step (the ``下一步：`` line) that ``check`` prints when it fails.
+"""
+
+from __future__ import annotations
+
+import json
+import traceback
+from collections.abc import AsyncIterator, Callable
+
+import httpx
+import pytest
+
+from pi_course import (
+    AgentContext,
+    AssistantMessage,
+    OpenAICompatibleModel,
+    OpenAICompatibleTransport,
+    TextContent,
+    ToolCall,
+    local_model,
+    user_message,
+)
+
+pytestmark = pytest.mark.anyio
+
+KEY = "sk-beyond-secret-9876543210"
+REQUEST = {"model": "gpt-test", "messages": [{"role": "user", "content": "读取 README.md"}]}
+SSE_HEADERS = {"content-type": "text/event-stream"}
+
+
+def sse(*payloads: object) -> bytes:
+    return "".join(f"data: {json.dumps(p, ensure_ascii=False)}\n\n" for p in payloads).encode()
+
+
+def text_payload(delta: str) -> dict[str, object]:
+    return {"choices": [{"index": 0, "delta": {"content": delta}, "finish_reason": None}]}
+
+
+class BrokenBody(httpx.AsyncByteStream):
+    """A body whose connection breaks after the given reads."""
+
+    def __init__(self, *reads: bytes) -> None:
+        self.reads = reads
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for read in self.reads:
+            yield read
+        raise httpx.RemoteProtocolError("peer closed connection without sending complete message body")
+
+    async def aclose(self) -> None:
+        pass
+
+
+Respond = Callable[[httpx.Request], httpx.Response]
+
+
+def transport_over(respond: Respond) -> OpenAICompatibleTransport:
+    client = httpx.AsyncClient(transport=httpx.MockTransport(respond))
+    return OpenAICompatibleTransport(base_url="https://provider.invalid/v1", api_key=KEY, client=client)
+
+
+def model_over(respond: Respond) -> OpenAICompatibleModel:
+    return OpenAICompatibleModel(
+        provider="openai-compatible", model="gpt-test", transport=transport_over(respond)
+    )
+
+
+def context() -> AgentContext:
+    return AgentContext((user_message("读取 README.md", timestamp=1),))
+
+
+# --- every error path that could carry the key ---------------------------------------------------
+
+
+def http_status(request: httpx.Request) -> httpx.Response:
+    error = {"message": f"Incorrect API key provided: {KEY}", "type": "invalid_request_error"}
+    return httpx.Response(401, json={"error": error})
+
+
+def connect_error(request: httpx.Request) -> httpx.Response:
+    raise httpx.ConnectError(f"proxy refused {request.headers['authorization']}", request=request)
+
+
+def client_error(request: httpx.Request) -> httpx.Response:
+    raise RuntimeError(f"TLS middlebox rejected the header Authorization: {request.headers['authorization']}")
+
+
+def stream_error_payload(request: httpx.Request) -> httpx.Response:
+    body = sse(text_payload("正在"), {"error": {"message": f"API key {KEY} was revoked", "type": "auth"}})
+    return httpx.Response(200, headers=SSE_HEADERS, content=body)
+
+
+def invalid_chunk(request: httpx.Request) -> httpx.Response:
+    body = sse(text_payload("正在"), {"choices": f"echo of {KEY}"})
+    return httpx.Response(200, headers=SSE_HEADERS, content=body)
+
+
+ERROR_PATHS = {
+    "http-status": http_status,
+    "connect-error": connect_error,
+    "client-error": client_error,
+    "stream-error-payload": stream_error_payload,
+    "invalid-chunk": invalid_chunk,
+}
+
+
+def chained(error: BaseException) -> list[BaseException]:
+    """The error and everything reachable through ``__cause__``, ``__context__`` and groups."""
+    found: list[BaseException] = []
+    pending = [error]
+    while pending:
+        current = pending.pop()
+        if any(current is seen for seen in found):
+            continue
+        found.append(current)
+        pending += [e for e in (current.__cause__, current.__context__) if e is not None]
+        pending += list(getattr(current, "exceptions", ()))
+    return found
+
+
+def leaks(error: BaseException) -> list[str]:
+    places = []
+    for depth, current in enumerate(chained(error)):
+        texts = [str(current), repr(current), *map(repr, current.args)]
+        if any(KEY in text for text in texts):
+            name = "错误本身" if depth == 0 else f"链上的 {type(current).__name__}（__context__/__cause__）"
+            places.append(f"{name}：{str(current)[:120]!r}")
+    if KEY in "".join(traceback.format_exception(error)):
+        places.append("traceback.format_exception() 的输出")
+    return places
+
+
+@pytest.mark.parametrize("respond", ERROR_PATHS.values(), ids=ERROR_PATHS.keys())
+async def test_key_stays_out_of_every_error_chain(respond: Respond) -> None:
+    """密钥不在错误、错误链（__context__、__cause__）或 traceback 里
+    下一步：pi_course/http.py 的 stream()：在 except 块之外抛出脱敏后的错误（或 raise … from None 之外再清掉 __context__），每条错误路径都经过 redact()
+    """
+    error: Exception | None = None
+    try:
+        async for _ in transport_over(respond).stream(REQUEST):
+            pass
+    except Exception as raised:
+        error = raised
+    if error is not None:
+        assert not leaks(error), f"密钥仍在：{'；'.join(leaks(error))}"
+
+    stream = model_over(respond).stream(context())
+    result = await stream.result()
+    assert KEY not in (result.error_message or ""), "密钥出现在 error 事件的 error_message 里"
+
+
+# --- exactly one terminal event --------------------------------------------------------------------
+
+
+async def one_terminal(model: OpenAICompatibleModel) -> tuple[list[str], AssistantMessage]:
+    stream = model.stream(context())
+    events = [event async for event in stream]
+    types = [event.type for event in events]
+    assert [t for t in types if t in ("done", "error")] == [types[-1]], f"终态事件不是恰好一个：{types}"
+    return types, await stream.result()
+
+
+async def test_dropped_connection_ends_in_one_error_event() -> None:
+    """连接中途断开：恰好一个 error 终态，partial 保留，没有异常逃出 stream()
+    下一步：pi_course/http.py 的 stream()：读取中的网络异常（httpx.RemoteProtocolError）也要离开 transport，由 adapter 变成 error 终态
+    """
+
+    def respond(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers=SSE_HEADERS, stream=BrokenBody(sse(text_payload("正在"))))
+
+    types, result = await one_terminal(model_over(respond))
+    assert types[-1] == "error"
+    assert (result.stop_reason, result.content) == ("error", (TextContent("正在"),))
+
+
+async def test_in_stream_error_payload_ends_in_one_error_event() -> None:
+    """流内的 error payload：恰好一个 error 终态，partial 保留
+    下一步：pi_course/sse.py 的 parse_payload()：没有 choices 数组的 payload 是一个错误，不能被当成空数据跳过
+    """
+
+    def respond(request: httpx.Request) -> httpx.Response:
+        body = sse(
+            text_payload("正在"), {"error": {"message": "The model is overloaded.", "type": "server_error"}}
+        )
+        return httpx.Response(200, headers=SSE_HEADERS, content=body)
+
+    types, result = await one_terminal(model_over(respond))
+    assert types[-1] == "error"
+    assert (result.stop_reason, result.content) == ("error", (TextContent("正在"),))
+
+
+async def test_http_error_status_names_the_status() -> None:
+    """HTTP 错误状态（401）：一个 error 终态，error_message 写出状态码
+    下一步：pi_course/http.py：读 body 之前先看 response 的状态码，非 2xx 时抛出写明状态码的错误
+    """
+
+    def respond(request: httpx.Request) -> httpx.Response:
+        error = {"message": "Incorrect API key provided.", "type": "invalid_request_error"}
+        return httpx.Response(401, json={"error": error})
+
+    types, result = await one_terminal(model_over(respond))
+    assert types[-1] == "error"
+    assert "401" in (result.error_message or ""), f"error_message 没有写出状态码：{result.error_message!r}"
+
+
+# --- the local provider the notebooks use ---------------------------------------------------------
+
+
+async def test_local_provider_mainline_over_loopback() -> None:
+    """本地 provider（local_model()，真实的 loopback HTTP）走通主线 call-1
+    下一步：用 python -m pi_course chat "读取 README.md" 看事件；请求头（Authorization、Content-Type）与 body 要被真实的 HTTP 服务器接受
+    """
+    pytest.importorskip("uvicorn", reason="本地 provider 需要 pip install 'pi-course[lab]'")
+    model = local_model("mainline")
+    try:
+        types, result = await one_terminal(model)
+    finally:
+        await model.transport.aclose()
+    assert types[-1] == "done", f"终态是 {types[-1]}：{result.error_message!r}"
+    assert result.content == (ToolCall("call-1", "read", {"path": "README.md"}, '{"path":"README.md"}'),)
+    assert result.stop_reason == "toolUse"
