@@ -36,7 +36,13 @@ from pi_course import (
 )
 from pi_course.course.fixtures import READ_TOOL
 from pi_course.provider.connect import connect
-from pi_course.provider.server import SCRIPTS, LocalProvider
+from pi_course.provider.server import (
+    SCRIPTS,
+    LocalProvider,
+    recorded_models,
+    recording_bytes,
+    recordings_index,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -139,7 +145,8 @@ def test_every_script_is_listed_and_covered() -> None:
 async def test_models_endpoint_lists_scripts(provider: LocalProvider) -> None:
     async with httpx.AsyncClient() as client:
         listing = (await client.get(f"{provider.base_url}/models")).json()
-    assert [model["id"] for model in listing["data"]] == list(SCRIPTS)
+    assert [model["id"] for model in listing["data"]] == [*SCRIPTS, *recorded_models()]
+    assert len(recorded_models()) >= 25 and all(name.startswith("recorded/") for name in recorded_models())
 
 
 async def test_connect_uses_the_environment_or_falls_back_to_the_local_provider() -> None:
@@ -315,3 +322,46 @@ async def test_non_streaming_requests_for_failing_scripts_are_http_errors(
         )
     assert response.status_code in (401, 500)
     assert isinstance(response.json()["error"]["message"], str)
+
+
+# --- recorded streams from real providers ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["openai-parallel-tool-calls", "azure-async-filter", "openrouter-reasoning"])
+async def test_a_recorded_stream_is_replayed_byte_for_byte(provider: LocalProvider, name: str) -> None:
+    body = {"model": f"recorded/{name}", "messages": [], "stream": True}
+    async with httpx.AsyncClient() as client:
+        response = await client.post(f"{provider.base_url}/chat/completions", json=body)
+    assert response.headers["content-type"].startswith("text/event-stream")
+    assert response.content == recording_bytes(name)
+
+
+@pytest.mark.parametrize(("name", "strict"), [("azure-prompt-filter", True), ("azure-prompt-filter", False),
+                                              ("vllm-tool-call", True), ("groq-error-after-text", True)])  # fmt: skip
+async def test_recorded_streams_read_over_loopback_as_the_index_says(
+    provider: LocalProvider, name: str, strict: bool
+) -> None:
+    expected = recordings_index()[name]["expected"]["strict" if strict else "non_strict"]
+    transport = OpenAICompatibleTransport(base_url=provider.base_url, api_key="local", strict=strict)
+    async with transport:
+        llm = OpenAICompatibleModel(provider="local", model=f"recorded/{name}", transport=transport)
+        result = await llm.stream(AgentContext((user_message("x"),))).result()
+    if expected["outcome"] == "accepted":
+        assert result.stop_reason == expected["stop_reason"]
+        assert "".join(b.text for b in result.content if isinstance(b, TextContent)) == expected["text"]
+    else:
+        assert (result.stop_reason, result.error_message) == ("error", expected["error"])
+    assert await settle(provider) == 0
+
+
+async def test_recorded_models_need_streaming_and_an_existing_name(provider: LocalProvider) -> None:
+    async with httpx.AsyncClient() as client:
+        whole = await client.post(
+            f"{provider.base_url}/chat/completions", json={"model": "recorded/openai-text", "messages": []}
+        )
+        missing = await client.post(
+            f"{provider.base_url}/chat/completions",
+            json={"model": "recorded/no-such-stream", "messages": [], "stream": True},
+        )
+    assert whole.status_code == 400 and "stream: true" in whole.json()["error"]["message"]
+    assert missing.status_code == 404 and "no-such-stream" in missing.json()["error"]["message"]

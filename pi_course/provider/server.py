@@ -3,16 +3,22 @@
 ``POST /v1/chat/completions`` answers with Server-Sent Events when ``stream`` is true and with a
 JSON completion otherwise; ``GET /v1/models`` lists the scripts. The reply is chosen by the
 request's model name; any name that names no other script plays the chapter's mainline.
+
+``recorded/<name>`` replays, byte for byte, a stream recorded from a real provider (the corpus in
+``recordings/``, described by its ``index.json``), so real-world streams can be read offline.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
+from functools import cache
+from importlib.resources import files
 from typing import Any
 
 from starlette.applications import Starlette
@@ -145,6 +151,37 @@ def reply_for(model: str, messages: MessageList) -> Reply:
     return SCRIPTS.get(model, mainline)(messages)
 
 
+# --- recorded streams from real providers -------------------------------------------------------
+
+RECORDED_PREFIX = "recorded/"
+
+
+@cache
+def recordings_index() -> dict[str, dict[str, Any]]:
+    """The corpus index by recording name (it ships inside the package, so the wheel has it)."""
+    index = json.loads((files(__package__) / "recordings" / "index.json").read_text(encoding="utf-8"))
+    return {entry["name"]: entry for entry in index["recordings"]}
+
+
+def recorded_models() -> list[str]:
+    return [RECORDED_PREFIX + name for name in recordings_index()]
+
+
+def recording_bytes(name: str) -> bytes:
+    """The recorded body of ``recorded/<name>`` (or of ``<name>``), exactly as stored."""
+    entry = recordings_index()[name.removeprefix(RECORDED_PREFIX)]
+    data: bytes = (files(__package__) / "recordings" / str(entry["file"])).read_bytes()
+    return data
+
+
+async def _recorded_body(data: bytes) -> AsyncIterator[bytes]:
+    """The stored bytes, one SSE event per write, so a client sees them arrive as a stream."""
+    for piece in re.split(rb"(?<=\n\n)", data):
+        if piece:
+            yield piece
+            await asyncio.sleep(0)
+
+
 # --- the HTTP app -------------------------------------------------------------------------------
 
 
@@ -216,6 +253,8 @@ async def chat_completions(request: Request) -> Response:
     except (ValueError, KeyError, TypeError):
         error = {"message": "Body must be JSON with model and messages.", "type": "invalid_request_error"}
         return JSONResponse({"error": error}, status_code=400)
+    if model.startswith(RECORDED_PREFIX):
+        return _recorded(model, bool(body.get("stream")))
     reply = reply_for(model, messages)
     if isinstance(reply, HTTPFailure):
         error = {"message": reply.message, "type": reply.type}
@@ -233,8 +272,30 @@ async def chat_completions(request: Request) -> Response:
     )
 
 
+def _recorded(model: str, stream: bool) -> Response:
+    name = model.removeprefix(RECORDED_PREFIX)
+    if name not in recordings_index():
+        error = {"message": f"No recording named {name!r}; GET /v1/models lists them.", "type": "not_found"}
+        return JSONResponse({"error": error}, status_code=404)
+    if not stream:
+        error = {
+            "message": f"{model} replays a recorded stream: send stream: true.",
+            "type": "invalid_request_error",
+        }
+        return JSONResponse({"error": error}, status_code=400)
+    return StreamingResponse(
+        _recorded_body(recording_bytes(name)),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache"},
+    )
+
+
 async def list_models(request: Request) -> Response:
     data = [{"id": name, "object": "model", "created": 0, "owned_by": "pi-course"} for name in SCRIPTS]
+    data += [
+        {"id": RECORDED_PREFIX + name, "object": "model", "created": 0, "owned_by": entry["provider"]}
+        for name, entry in recordings_index().items()
+    ]
     return JSONResponse({"object": "list", "data": data})
 
 
