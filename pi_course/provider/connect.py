@@ -11,9 +11,17 @@ from ..adapter import OpenAICompatibleModel
 from ..http import OpenAICompatibleTransport
 
 LOCAL_PROVIDER_NAME = "pi-course-local"
+LOCAL_DEFAULT_MODEL = "mainline"
+# The embedded provider ignores keys. A non-empty placeholder lets a transport written the way the
+# chapter writes it (it always sends `Authorization: Bearer <key>`) talk to it unchanged.
+LOCAL_API_KEY = "pi-course-local-key"
 
 _local = None
 _local_lock = threading.Lock()
+
+
+class ConfigurationError(ValueError):
+    """A ``PI_COURSE_*`` variable is missing or malformed; the message names it and the fix."""
 
 
 def local_provider_url() -> str:
@@ -27,28 +35,92 @@ def local_provider_url() -> str:
         return _local.base_url
 
 
+def check_base_url(base_url: str) -> str:
+    """``PI_COURSE_BASE_URL`` as given when it is an http(s) URL with a host; else ConfigurationError."""
+    fix = (
+        "set it to a provider's base URL such as https://api.openai.com/v1, "
+        "or unset it to use the local provider"
+    )
+    try:
+        parts = urlsplit(base_url.strip())
+        parts.port  # noqa: B018 -- raises ValueError for a port that is not a number in range
+    except ValueError as error:
+        problem = f"is not a valid URL ({error})"
+        raise ConfigurationError(f"PI_COURSE_BASE_URL={base_url!r} {problem}; {fix}") from None
+    if parts.scheme not in ("http", "https"):
+        if "://" in base_url:
+            problem = f"uses {parts.scheme}://, but only http:// and https:// work"
+        else:
+            problem = "does not start with http:// or https://"
+        raise ConfigurationError(f"PI_COURSE_BASE_URL={base_url!r} {problem}; {fix}")
+    if not parts.hostname:
+        raise ConfigurationError(f"PI_COURSE_BASE_URL={base_url!r} names no host; {fix}")
+    return base_url.strip()
+
+
+def default_model(env: Mapping[str, str] | None = None) -> str | None:
+    """The model ``connect()`` uses without ``model=``: ``None`` when one must be named."""
+    env = os.environ if env is None else env
+    if env.get("PI_COURSE_BASE_URL"):
+        return env.get("PI_COURSE_MODEL") or None
+    return LOCAL_DEFAULT_MODEL
+
+
 def connect(model: str | None = None, *, env: Mapping[str, str] | None = None) -> OpenAICompatibleModel:
     """A model over ``PI_COURSE_BASE_URL``/``PI_COURSE_API_KEY``/``PI_COURSE_MODEL`` when set.
 
-    Without ``PI_COURSE_BASE_URL`` it talks to the embedded local provider, whose scripts are
-    chosen by model name (``"mainline"`` by default). Close the transport's HTTP client with
-    ``await model.transport.aclose()`` when done; notebooks may simply leave it to the process.
+    Without ``PI_COURSE_BASE_URL`` it talks to the embedded local provider (see
+    :func:`local_model`), whose scripts are chosen by model name (``"mainline"`` by default).
+
+    With ``PI_COURSE_BASE_URL`` set, the transport is built with ``strict=False``: real providers
+    send payloads that carry nothing the course reads (an empty ``choices`` list, a choice with
+    neither ``delta`` nor ``finish_reason``), which the chapter's strict reader would reject; every
+    other payload is validated exactly as in the chapter. The local path stays strict.
+
+    A malformed ``PI_COURSE_BASE_URL``, or one without a model to ask for, raises
+    :class:`ConfigurationError` (a ``ValueError``) naming the variable. Close the transport's HTTP
+    client with ``await model.transport.aclose()`` when done; notebooks may leave it to the process.
     """
     env = os.environ if env is None else env
     base_url = env.get("PI_COURSE_BASE_URL")
-    if base_url:
-        name = model or env.get("PI_COURSE_MODEL")
-        if not name:
-            raise ValueError("PI_COURSE_BASE_URL is set, so PI_COURSE_MODEL (or model=) must name a model")
-        provider = urlsplit(base_url).hostname or "openai-compatible"
-        api_key = env.get("PI_COURSE_API_KEY", "")
-    else:
-        return local_model(model or "mainline")
-    transport = OpenAICompatibleTransport(base_url=base_url, api_key=api_key)
+    if not base_url:
+        return local_model(model or LOCAL_DEFAULT_MODEL)
+    base_url = check_base_url(base_url)
+    name = model or env.get("PI_COURSE_MODEL")
+    if not name:
+        raise ConfigurationError(
+            "PI_COURSE_BASE_URL is set but PI_COURSE_MODEL is not: set PI_COURSE_MODEL to a model "
+            "name of that provider (or pass model= / --model), or unset PI_COURSE_BASE_URL to use "
+            "the local provider"
+        )
+    provider = urlsplit(base_url).hostname or "openai-compatible"
+    api_key = env.get("PI_COURSE_API_KEY", "")
+    transport = OpenAICompatibleTransport(base_url=base_url, api_key=api_key, strict=False)
     return OpenAICompatibleModel(provider=provider, model=name, transport=transport)
 
 
-def local_model(script: str = "mainline") -> OpenAICompatibleModel:
-    """Always the embedded local provider, whatever the environment says (reproducible output)."""
-    transport = OpenAICompatibleTransport(base_url=local_provider_url(), api_key="")
+def local_model(script: str = LOCAL_DEFAULT_MODEL) -> OpenAICompatibleModel:
+    """Always the embedded local provider, whatever the environment says (reproducible output).
+
+    The transport is strict (the chapter's reader) and sends a placeholder key, which the local
+    provider ignores.
+    """
+    transport = OpenAICompatibleTransport(base_url=local_provider_url(), api_key=LOCAL_API_KEY)
     return OpenAICompatibleModel(provider=LOCAL_PROVIDER_NAME, model=script, transport=transport)
+
+
+def not_found_hint(error_message: str | None, base_url: str | None) -> str | None:
+    """For an HTTP 404 from a base URL without a ``/v1`` segment: "did you forget /v1?"."""
+    if not error_message or not base_url or "HTTP 404" not in error_message:
+        return None
+    try:
+        segments = urlsplit(base_url.strip()).path.split("/")
+    except ValueError:
+        return None
+    if "v1" in segments:
+        return None
+    suggestion = base_url.strip().rstrip("/") + "/v1"
+    return (
+        f"提示：PI_COURSE_BASE_URL={base_url!r} 里没有 /v1，是不是漏了？"
+        f"多数 OpenAI 兼容的 provider 需要 {suggestion}（did you forget /v1?）"
+    )
