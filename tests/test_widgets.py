@@ -1,26 +1,212 @@
-"""The notebook steppers: pages, browser-side links, deterministic text."""
+"""The notebook steppers: what each step shows, browser-side links, static HTML, deterministic text."""
 
 from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 
 from pi_course import AgentContext, OpenAICompatibleModel, fixed_transport
-from pi_course.course.fixtures import DIAGNOSTIC_4_2_CHUNKS, MAINLINE_SSE_LINE
-from pi_course.notebook.widgets import _CHANGED, PartialStepper, SSEBufferStepper, trace_reads
+from pi_course.course.fixtures import DIAGNOSTIC_4_2_CHUNKS, MAINLINE_CHUNKS, MAINLINE_SSE_LINE
+from pi_course.notebook.widgets import (
+    CHANGED,
+    CURRENT,
+    MISSING,
+    PartialStepper,
+    SSEBufferStepper,
+    mainline_sse_bodies,
+    mainline_sse_reads,
+    pair_events,
+    trace_reads,
+)
 
 pytestmark = pytest.mark.anyio
 
 
-async def diagnostic_events() -> list:  # type: ignore[type-arg]
-    model = OpenAICompatibleModel(provider="p", model="m", transport=fixed_transport(DIAGNOSTIC_4_2_CHUNKS))
+async def run(chunks: Any) -> list[Any]:
+    model = OpenAICompatibleModel(provider="p", model="m", transport=fixed_transport(chunks))
     return [event async for event in model.stream(AgentContext(()))]
 
 
-async def test_partial_stepper_has_one_page_per_event_linked_in_the_browser() -> None:
-    events = await diagnostic_events()
-    stepper = PartialStepper(events, "4/2")
-    assert len(stepper.stack.children) == len(events) == 10
-    assert (stepper.play.max, stepper.slider.max) == (9, 9)
+def rows(page: str, table_class: str | None = None) -> list[str]:
+    """The <tr> rows of the first table (or the first table with ``table_class``)."""
+    start = page.index(f'<table class="{table_class}"') if table_class else page.index("<table")
+    table = page[start : page.index("</table>", start)]
+    return table.split("<tr")[2:]  # after the header row
+
+
+def section(page: str, heading: str) -> str:
+    start = page.index(heading)
+    end = page.find("<h4>", start + 1)
+    return page[start : end if end != -1 else None]
+
+
+# --- PartialStepper -----------------------------------------------------------------------------
+
+
+async def test_the_4_2_stepper_shows_provider_indexes_and_content_slots() -> None:
+    stepper = PartialStepper(DIAGNOSTIC_4_2_CHUNKS, await run(DIAGNOSTIC_4_2_CHUNKS), "4/2")
+    # start, six chunks with one event each, finish with none, two toolcall_end, done
+    assert len(stepper.steps) == len(stepper.stack.children) == 11
+    assert (stepper.play.max, stepper.slider.max) == (10, 10)
+    page = stepper.stack.children[3].value  # chunk 3: tool index 2 → content_index 2
+    chunk = section(page, "读到的 ProviderChunk")
+    assert "Provider index 2" in chunk and "call-search" in chunk
+    buffers = section(page, "tool_buffers")
+    cells = [re.findall(r"<td>(.*?)</td>", row) for row in rows(buffers)]
+    assert [(c[0], c[1], c[2], c[4]) for c in cells] == [
+        ("<b>4</b>", "call-read", "read", "<b>0</b>"),
+        ("<b>2</b>", "call-search", "search", "<b>2</b>"),
+    ]
+    assert [CHANGED in row for row in rows(buffers)] == [False, True]  # the buffer this chunk touched
+    content = section(page, "partial.content")
+    assert [CHANGED in row for row in rows(content)] == [False, False, True]
+    assert "Provider index 4" in stepper.stack.children[1].value
+    assert "Provider index 4" in stepper.stack.children[4].value  # index 4 again → slot 0
+
+
+async def test_the_whole_step_list_is_on_every_page_with_the_current_row_highlighted() -> None:
+    stepper = PartialStepper(DIAGNOSTIC_4_2_CHUNKS, await run(DIAGNOSTIC_4_2_CHUNKS), "4/2")
+    for number, child in enumerate(stepper.stack.children):
+        steps = rows(child.value, "pi-steps")
+        assert len(steps) == 11
+        assert [CURRENT in row for row in steps] == [i == number for i in range(11)]
+    listing = rows(stepper.stack.children[0].value, "pi-steps")
+    assert "index <b>4</b>" in listing[1] and "content_index <b>0</b>" in listing[1]
+    assert "index <b>2</b>" in listing[3] and "content_index <b>2</b>" in listing[3]
+    assert "finish tool_calls" in listing[7] and "无" in listing[7]  # finish: no event yet
+
+
+async def test_raw_and_parsed_arguments_are_labelled() -> None:
+    stepper = PartialStepper(MAINLINE_CHUNKS, await run(MAINLINE_CHUNKS), "mainline")
+    streaming = section(stepper.stack.children[2].value, "partial.content")
+    assert "原文 · 流式中，尚未解析" in streaming and "已解析" not in streaming
+    assert '<code class="pi-str">{&quot;path&quot;:&quot;README.md&quot;}</code>' not in streaming
+    assert '<code class="pi-str">{"path":"README.md"}</code>' in streaming
+    parsed = section(stepper.stack.children[4].value, "partial.content")  # toolcall_end
+    assert "已解析 · dict" in parsed and "{&#x27;path&#x27;: &#x27;README.md&#x27;}" not in parsed
+    assert "{'path': 'README.md'}" in parsed
+    assert "raw_arguments" in parsed and "原文" in parsed
+    assert '原文 \'{"path":"README.md"}\'' in stepper.lines[3]
+    assert "已解析 {'path': 'README.md'}" in stepper.lines[4]
+
+
+async def test_replay_records_the_same_steps_as_the_inferred_pairing() -> None:
+    events = await run(DIAGNOSTIC_4_2_CHUNKS)
+    inferred = PartialStepper(DIAGNOSTIC_4_2_CHUNKS, events, "4/2")
+    replayed = await PartialStepper.replay(DIAGNOSTIC_4_2_CHUNKS, "4/2")
+    assert repr(replayed) == repr(inferred)
+    assert pair_events(DIAGNOSTIC_4_2_CHUNKS, events) == [-1, 0, 1, 2, 3, 4, 5, 7, 7, 7]
+
+
+@dataclass
+class _BrokenAdapter:
+    """A learner-style adapter with the chapter's deliberate bug: content_index = chunk.index."""
+
+    transport: Any
+    events: list[Any] = field(default_factory=list)
+
+    def stream(self, context: Any) -> Any:
+        return self._events()
+
+    async def _events(self) -> Any:
+        from pi_course.types import (
+            AssistantMessage,
+            ErrorEvent,
+            StartEvent,
+            TextContent,
+            TextDeltaEvent,
+            ToolCall,
+            ToolCallDeltaEvent,
+            Usage,
+        )
+
+        content: list[Any] = []
+        text_slot: int | None = None
+        slots: dict[int, int] = {}
+        raw: dict[int, str] = {}
+
+        def message(error: str | None = None) -> AssistantMessage:
+            reason = "error" if error else "stop"
+            return AssistantMessage(tuple(content), "p", "m", Usage(), reason, 0, error)
+
+        yield StartEvent(message())
+        try:
+            async for chunk in self.transport.stream({}):
+                if chunk.type == "text":
+                    if text_slot is None:
+                        text_slot = len(content)
+                        content.append(TextContent(""))
+                    content[text_slot] = TextContent(content[text_slot].text + chunk.delta)
+                    yield TextDeltaEvent(text_slot, chunk.delta, message())
+                elif chunk.type == "tool":
+                    first = chunk.index not in slots
+                    if first:
+                        slots[chunk.index] = chunk.index  # the bug
+                    raw[chunk.index] = raw.get(chunk.index, "") + (chunk.arguments_delta or "")
+                    call = ToolCall(chunk.id or "", chunk.name or "", raw[chunk.index], raw[chunk.index])
+                    if first:
+                        content.append(call)
+                    else:
+                        content[slots[chunk.index]] = call
+                    yield ToolCallDeltaEvent(slots[chunk.index], chunk.arguments_delta or "", message())
+        except Exception as error:
+            yield ErrorEvent("error", message(str(error)))
+
+
+async def test_a_broken_run_shows_slot_4_named_while_content_has_one_slot() -> None:
+    stepper = await PartialStepper.replay(DIAGNOSTIC_4_2_CHUNKS, "broken", model=_BrokenAdapter)
+    first = stepper.stack.children[1].value
+    content = section(first, "partial.content")
+    assert [MISSING in row for row in rows(content)] == [False, True]
+    assert "content[4] 不存在" in content and "只有 1 个槽位" in content
+    assert "Provider index 4" in first
+    buffers = rows(section(first, "tool_buffers"))
+    assert re.findall(r"<td>(.*?)</td>", buffers[0])[4] == "<b>4</b>"  # content_index 4
+    # The second chunk for index 4 assigns content[4]: an IndexError ends the stream there.
+    kinds = [step.event.type if step.event else None for step in stepper.steps]
+    assert kinds == ["start", "toolcall_delta", "text_delta", "toolcall_delta", "error"]
+    assert stepper.steps[-1].chunk_number == 4
+    assert stepper.unread == [4, 5, 6]
+    assert "没有读到的 chunk: #5, #6, #7" in repr(stepper)
+    assert "[4] 不存在（content 只有 1 个槽位）" in stepper.lines[1]
+    # The same events without recorded positions: the pairing is inferred, nothing crashes.
+    inferred = PartialStepper(DIAGNOSTIC_4_2_CHUNKS, [s.event for s in stepper.steps], "broken")
+    assert repr(inferred) == repr(stepper)
+
+
+async def test_partial_text_lists_every_step_deterministically() -> None:
+    events = await run(DIAGNOSTIC_4_2_CHUNKS)
+    first, second = (
+        repr(PartialStepper(DIAGNOSTIC_4_2_CHUNKS, events, "4/2")),
+        repr(PartialStepper(DIAGNOSTIC_4_2_CHUNKS, events, "4/2")),
+    )
+    assert first == second
+    lines = first.splitlines()
+    assert lines[0] == "4/2 · 11 步"
+    assert lines[2].startswith(" 1 · chunk 1: tool index=4 id='call-read'")
+    assert "toolcall_delta content_index=0" in lines[2]
+    assert lines[6].startswith(" 5 · chunk 5: text delta='，再查' → text_delta content_index=1")
+    assert "[1] text '先读，再查'" in lines[6]
+    assert not re.search(r"0x[0-9a-f]{6,}|model_id|[0-9a-f]{32}", first)
+
+
+async def test_display_gives_a_static_table_and_the_live_widget() -> None:
+    stepper = PartialStepper(DIAGNOSTIC_4_2_CHUNKS, await run(DIAGNOSTIC_4_2_CHUNKS), "4/2")
+    static = stepper._repr_html_()
+    assert static.count('<tr class="pi-row">') == 11 and "pi-static" in static
+    assert "Provider index 4" in static and "Provider index 2" in static
+    assert (
+        static == PartialStepper(DIAGNOSTIC_4_2_CHUNKS, await run(DIAGNOSTIC_4_2_CHUNKS), "4/2")._repr_html_()
+    )
+    bundle = stepper._repr_mimebundle_()
+    assert set(bundle) == {"text/plain", "application/vnd.jupyter.widget-view+json"}
+    assert "text/html" not in bundle  # JupyterLab shows the widget, not the table a second time
+    assert {"pi-stepper", "pi-partial-stepper"} <= set(stepper._dom_classes)
+    heading = stepper.children[0].value
+    assert ".jp-OutputArea:has(.pi-stepper) > .jp-OutputArea-child:has(.pi-static)" in heading
     links = {(link.source[0], link.source[1], link.target[0], link.target[1]) for link in stepper.links}
     assert links == {
         (stepper.play, "value", stepper.slider, "value"),
@@ -28,34 +214,94 @@ async def test_partial_stepper_has_one_page_per_event_linked_in_the_browser() ->
     }
 
 
-async def test_each_page_highlights_the_slot_its_event_changed() -> None:
-    stepper = PartialStepper(await diagnostic_events(), "4/2")
-    page = stepper.stack.children[5].value  # text_delta "，再查" at content_index 1
-    assert "text_delta" in page and "先读，再查" in page
-    rows = page.split("<tr>")[3:]  # after the header row
-    assert [_CHANGED in row for row in rows] == [False, True, False]
-    assert _CHANGED not in stepper.stack.children[0].value
+def test_display_emits_the_static_output_before_the_widget(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pi_course.notebook import widgets
+
+    shown: list[dict[str, Any]] = []
+    monkeypatch.setattr(widgets, "display", lambda bundle, raw: shown.append(bundle))
+    stepper = SSEBufferStepper.mainline()
+    stepper._ipython_display_()
+    assert list(shown[0]) == ["text/html", "text/plain"]
+    assert shown[0]["text/plain"] == repr(stepper)
+    assert "application/vnd.jupyter.widget-view+json" in shown[1]
 
 
-async def test_plain_text_lists_every_step_deterministically() -> None:
-    events = await diagnostic_events()
-    first, second = repr(PartialStepper(events, "4/2")), repr(PartialStepper(events, "4/2"))
-    assert first == second
-    lines = first.splitlines()
-    assert lines[0] == "4/2 · 10 steps"
-    assert lines[6].startswith(" 5 text_delta     #1") and "text '先读，再查'" in lines[6]
-    bundle = PartialStepper(events, "4/2")._repr_mimebundle_()
-    assert bundle["text/plain"] == first  # not cut at ipywidgets' 110 characters
+def test_theme_colours_come_from_jupyterlab_variables() -> None:
+    from pi_course.notebook.widgets import STYLE
+
+    highlight = STYLE[STYLE.index("tr.pi-current > td {") :].split("}")[0]
+    assert "var(--jp-ui-font-color0" in highlight and "var(--jp-brand-color1" in highlight
+    assert "#fff3b0" not in STYLE
+    colours = re.findall(r"#[0-9a-fA-F]{3,6}\b", STYLE)
+    # every literal colour is a fallback inside var(...)
+    assert len(colours) == len(re.findall(r"var\(--jp-[a-z0-9-]+, #[0-9a-fA-F]{3,6}\)", STYLE))
 
 
-def test_sse_trace_follows_the_chapter_split_inside_call_1() -> None:
+# --- SSEBufferStepper ---------------------------------------------------------------------------
+
+
+def test_the_mainline_split_has_ten_reads_with_the_cases_the_chapter_needs() -> None:
+    responses = mainline_sse_reads()
+    assert [b"".join(reads) for reads in responses] == list(mainline_sse_bodies())
+    stepper = SSEBufferStepper.mainline()
+    reads = stepper.reads
+    assert len(reads) == len(stepper.stack.children) == 10
+    # the chapter's cut, right after "call-"
+    assert reads[0].text.endswith('"id":"call-') and reads[0].payloads == ()
+    assert reads[1].payloads == (MAINLINE_SSE_LINE[6:].rstrip("\n"),)
+    # a read ending right after a line's \n: the line is out, its event still waits for the blank line
+    assert reads[3].text.endswith("\n") and reads[3].pending == "" and reads[3].payloads == ()
+    assert len(reads[3].collected) == 1
+    # several events in one read
+    assert len(reads[4].payloads) == 3 and reads[4].pending == "data: [DO"
+    # reads that end mid-line
+    assert [bool(step.pending) for step in reads] == [
+        True,
+        False,
+        True,
+        False,
+        True,
+        False,
+        True,
+        False,
+        True,
+        False,
+    ]
+    # a read that cuts the three bytes of 的
+    assert reads[6].held == "的".encode()[:1] and reads[7].carried == "的".encode()[:1]
+    assert reads[7].text.startswith("的第一行是")
+    assert reads[-1].payloads[-1] == "[DONE]"
+
+
+def test_sse_pages_mark_line_ends_the_blank_line_the_read_end_and_the_empty_buffer() -> None:
+    stepper = SSEBufferStepper.mainline()
+    second = stepper.stack.children[1].value
+    assert '<span class="pi-badge pi-blank">空行</span><span class="pi-nl">↵</span>' in second
+    assert "第 2 次读取到此为止" in second
+    assert section(second, "<h4>留在缓冲区").count("缓冲区为空") == 1
+    cut = stepper.stack.children[6].value
+    assert "E7" in section(cut, "第 7 次读取") and "被切开的字符" in cut
+    assert "E7（上次暂存）+ 9A 84 → 的" in stepper.stack.children[7].value
+    for child in stepper.stack.children:
+        assert "\\\\" not in child.value  # no doubled backslashes
+        assert len(rows(child.value, "pi-steps")) == 12  # ten reads + two response headers
+    assert '\\"path\\":' in second  # the JSON escape itself, exactly as on the wire
+    plain = repr(stepper)
+    assert "\\\\" not in plain and plain.count("\n") == 10
+    assert "[空行]" in plain and "缓冲区为空" in plain and "暂存字节 E7" in plain
+    static = stepper._repr_html_()
+    assert static.count('<tr class="pi-row">') == 10 and "空行" in static and "缓冲区为空" in static
+
+
+def test_trace_reads_follows_the_chapter_split_inside_call_1() -> None:
     line = MAINLINE_SSE_LINE.encode()
     cut = line.index(b"call-") + 5
     first, second = trace_reads([line[:cut], line[cut:]])
-    assert first.lines == () and first.events == () and first.pending == line[:cut].decode()
+    assert first.lines == () and first.payloads == () and first.pending == line[:cut].decode()
     assert second.lines == (MAINLINE_SSE_LINE.rstrip("\n"), "")
-    assert [event.data for event in second.events] == [MAINLINE_SSE_LINE[6:].rstrip("\n")]
-    assert second.pending == ""
+    assert second.payloads == (MAINLINE_SSE_LINE[6:].rstrip("\n"),)
+    assert second.pending == "" and second.collected == ()
     stepper = SSEBufferStepper([line[:cut], line[cut:]], "mainline")
     assert len(stepper.stack.children) == 2
     assert "call-1" in stepper.stack.children[1].value
+    assert {"pi-stepper", "pi-sse-stepper"} <= set(stepper._dom_classes)

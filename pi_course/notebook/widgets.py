@@ -1,164 +1,1026 @@
-"""Steppers for the notebooks: partial snapshots and the SSE line buffer, one step at a time.
+"""Steppers for the notebooks: the adapter's state machine and the SSE line buffer, one step at a time.
 
-Every step is rendered to HTML up front and put in a ``Stack``; Play and the slider are linked to
-it in the browser (``jslink``), so stepping needs no kernel once the widget state is saved. The
-``text/plain`` form lists every step, deterministically, so nbval checks the real content.
+Two widgets, both built the same way:
+
+* :class:`PartialStepper` — ``PartialStepper(chunks, events, title)``: the ProviderChunks fed to an
+  adapter and the ModelEvents it emitted. Each step shows the chunk read (with its Provider
+  ``index``), the event emitted, the ``tool_buffers`` view (Provider index → id, name, raw
+  arguments, content_index) and the partial's content with the changed slot highlighted. The view
+  is derived from the chunks and the events only, never from an adapter's internals, so a
+  learner's adapter — or a deliberately broken one — can be shown too.
+  ``await PartialStepper.replay(chunks, title)`` runs the chunks through an adapter and records
+  which chunk each event answered.
+* :class:`SSEBufferStepper` — ``SSEBufferStepper(reads, title)``: network reads (``bytes``) fed to
+  the real :class:`~pi_course.sse.SSEDecoder`; each step shows the read, the line buffer after the
+  append (line ends as ``↵``, the blank line as a 空行 badge, where the read ended), the complete
+  lines taken out, the payloads dispatched and what stays in the buffer.
+  ``SSEBufferStepper.mainline()`` steps through the mainline in ten reads.
+
+Every step is rendered to HTML up front and put in a ``Stack``; Play and the slider are linked to it
+in the browser (``jslink``), so stepping needs no kernel once the widget state is saved. Displaying
+a stepper produces two outputs: a static HTML table of every step (what GitHub, nbviewer and
+``nbconvert --to html`` show without JavaScript; its ``text/plain`` lists every step
+deterministically for nbval) and the live widget. When the live widget renders, its stylesheet hides
+the static table of the same output area, so JupyterLab shows the stepper once. Colours come from
+JupyterLab's theme variables, with fallbacks for pages without them.
 """
 
 from __future__ import annotations
 
+import codecs
 import html
-from collections.abc import Sequence
-from dataclasses import dataclass
+import itertools
+import json
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import ipywidgets as widgets
+from IPython.display import display
 
-from ..sse import SSEDecoder, SSEEvent
-from ..types import AssistantContent, ModelEvent, TextContent
+# --- styles -------------------------------------------------------------------------------------
 
-_CELL = "border:1px solid #ccc;padding:2px 8px;text-align:left;font-family:monospace"
-_CHANGED = "background:#fff3b0"
+#: Shared by the live pages and the static table. Every colour is a JupyterLab theme variable with
+#: a fallback; highlights mix a theme colour into the page background and keep the theme's own
+#: text colour, so the contrast holds in light and dark themes alike.
+STYLE = """
+.pi-sv { color: var(--jp-ui-font-color1, #222); font-size: var(--jp-ui-font-size1, 13px);
+  line-height: 1.45; }
+.pi-sv .pi-title { font-weight: 600; font-size: var(--jp-content-font-size2, 15px);
+  color: var(--jp-ui-font-color0, #000); margin: 2px 0 6px; }
+.pi-sv table { border-collapse: collapse; margin: 2px 0 8px; }
+.pi-sv th, .pi-sv td { border: 1px solid var(--jp-border-color2, #ccc); padding: 2px 6px;
+  text-align: left; vertical-align: top; color: var(--jp-ui-font-color1, #222); }
+.pi-sv th { background: var(--jp-layout-color2, #eee); color: var(--jp-ui-font-color0, #000);
+  font-weight: 600; }
+.pi-sv code, .pi-sv .pi-mono { font-family: var(--jp-code-font-family, monospace);
+  font-size: var(--jp-code-font-size, 13px); }
+.pi-sv .pi-str { border: 1px solid var(--jp-border-color1, #aaa); border-radius: 3px; padding: 0 3px;
+  white-space: pre-wrap; word-break: break-all; background: var(--jp-layout-color1, #fff);
+  color: var(--jp-content-font-color0, #000); }
+.pi-sv .pi-page { display: flex; flex-wrap: wrap; gap: 4px 16px; align-items: flex-start; }
+.pi-sv .pi-steps-col { flex: 1 1 380px; min-width: 320px; }
+.pi-sv .pi-detail-col { flex: 1 1 440px; min-width: 340px; }
+.pi-sv h4 { margin: 6px 0 2px; font-size: var(--jp-ui-font-size1, 13px); font-weight: 600;
+  color: var(--jp-ui-font-color0, #000); }
+.pi-sv .pi-note { color: var(--jp-ui-font-color2, #555); font-style: italic; }
+.pi-sv tr.pi-current > td { background: var(--jp-layout-color2, #e3eefa);
+  background: color-mix(in srgb, var(--jp-brand-color1, #1976d2) 24%, var(--jp-layout-color0, #fff));
+  color: var(--jp-ui-font-color0, #000); font-weight: 600; }
+.pi-sv tr.pi-current > td:first-child { box-shadow: inset 4px 0 0 var(--jp-brand-color1, #1976d2); }
+.pi-sv .pi-changed, .pi-sv tr.pi-changed > td { background: var(--jp-layout-color2, #fde3c4);
+  background: color-mix(in srgb, var(--jp-warn-color1, #f57c00) 30%, var(--jp-layout-color0, #fff));
+  color: var(--jp-ui-font-color0, #000); }
+.pi-sv .pi-missing, .pi-sv tr.pi-missing > td { background: var(--jp-layout-color2, #f9d0d0);
+  background: color-mix(in srgb, var(--jp-error-color1, #d32f2f) 30%, var(--jp-layout-color0, #fff));
+  color: var(--jp-ui-font-color0, #000); font-weight: 600; }
+.pi-sv .pi-badge { display: inline-block; border-radius: 3px; padding: 0 4px; margin: 0 2px;
+  font-size: 0.85em; font-weight: 600; white-space: nowrap; border: 1px solid; }
+.pi-sv .pi-raw { border-style: dashed; border-color: var(--jp-warn-color0, #e65100);
+  color: var(--jp-ui-font-color0, #000); }
+.pi-sv .pi-parsed { border-color: var(--jp-success-color0, #1b5e20);
+  color: var(--jp-ui-font-color0, #000);
+  background: color-mix(in srgb, var(--jp-success-color1, #388e3c) 22%, var(--jp-layout-color0, #fff)); }
+.pi-sv .pi-index { border-color: var(--jp-brand-color0, #0d47a1); color: var(--jp-ui-font-color0, #000); }
+.pi-sv .pi-nl { color: var(--jp-brand-color0, #0d47a1); font-weight: 700; }
+.pi-sv .pi-blank { border-color: var(--jp-brand-color0, #0d47a1); color: var(--jp-ui-font-color0, #000);
+  background: color-mix(in srgb, var(--jp-brand-color1, #1976d2) 20%, var(--jp-layout-color0, #fff)); }
+.pi-sv .pi-readend { border-color: var(--jp-warn-color0, #e65100); color: var(--jp-ui-font-color0, #000);
+  background: color-mix(in srgb, var(--jp-warn-color1, #f57c00) 24%, var(--jp-layout-color0, #fff)); }
+.pi-sv .pi-new { text-decoration: underline; text-decoration-color: var(--jp-warn-color1, #f57c00);
+  text-decoration-thickness: 2px; text-underline-offset: 3px; }
+.pi-sv .pi-empty { border-color: var(--jp-border-color1, #999); color: var(--jp-ui-font-color1, #222);
+  font-style: italic; }
+.pi-sv .pi-buffer { font-family: var(--jp-code-font-family, monospace);
+  font-size: var(--jp-code-font-size, 13px); white-space: pre-wrap; word-break: break-all;
+  border: 1px solid var(--jp-border-color1, #aaa); border-radius: 3px; padding: 3px 6px;
+  background: var(--jp-layout-color1, #fff); color: var(--jp-content-font-color0, #000); }
+.pi-sv .pi-static-table td { max-width: 420px; }
+"""
+
+#: Only in the live widget: once it renders, the static table of the same output is redundant.
+HIDE_STATIC = """
+.jp-OutputArea:has(.pi-stepper) > .jp-OutputArea-child:has(.pi-static),
+.output:has(.pi-stepper) > .output_area:has(.pi-static) { display: none; }
+"""
+
+CURRENT = "pi-current"
+CHANGED = "pi-changed"
+MISSING = "pi-missing"
 
 
-def _code(value: str) -> str:
-    return f"<code>{html.escape(value)}</code>"
+def _esc(value: object) -> str:
+    return html.escape(str(value), quote=False)
 
 
-def _block_text(block: AssistantContent) -> str:
-    if isinstance(block, TextContent):
-        return f"text {block.text!r}"
-    arguments = block.raw_arguments if isinstance(block.arguments, str) else block.arguments
-    return f"toolCall {block.id} {block.name} {arguments!r}"
+def _str_box(value: str) -> str:
+    """A string as a bordered code box: its boundaries are visible without quote characters."""
+    return f'<code class="pi-str">{_esc(value)}</code>'
 
 
-def content_table(content: Sequence[AssistantContent], changed: int | None = None) -> str:
-    """The partial's content as an HTML table; the slot this event changed is highlighted."""
-    if not content:
-        return "<p><i>content 为空</i></p>"
-    rows = []
-    for index, block in enumerate(content):
-        style = f"{_CELL};{_CHANGED}" if index == changed else _CELL
-        if isinstance(block, TextContent):
-            kind, value = "text", block.text
-        else:
-            arguments = block.arguments if isinstance(block.arguments, str) else repr(block.arguments)
-            kind, value = "toolCall", f"{block.id} · {block.name} · {arguments}"
-        rows.append(
-            f'<tr><td style="{style}">{index}</td><td style="{style}">{kind}</td>'
-            f'<td style="{style}">{html.escape(value)}</td></tr>'
-        )
-    head = (
-        f'<tr><th style="{_CELL}">slot</th><th style="{_CELL}">type</th><th style="{_CELL}">value</th></tr>'
-    )
-    return f'<table style="border-collapse:collapse"><tr>{head}</tr>{"".join(rows)}</table>'
+def _badge(label: str, kind: str) -> str:
+    return f'<span class="pi-badge pi-{kind}">{_esc(label)}</span>'
 
 
-def _event_parts(event: ModelEvent) -> tuple[str, int | None, str, Sequence[AssistantContent]]:
-    """(type, content_index, delta or detail, content) for any event."""
-    match event.type:
-        case "text_delta" | "toolcall_delta":
-            return event.type, event.content_index, repr(event.delta), event.partial.content
-        case "toolcall_end":
-            call = event.tool_call
-            return event.type, event.content_index, f"{call.name}({call.arguments!r})", event.partial.content
-        case "start":
-            return "start", None, "", event.partial.content
-        case "done":
-            return "done", None, event.reason, event.message.content
-        case _:
-            return "error", None, f"{event.reason}: {event.error.error_message}", event.error.content
+def _style_tag(extra: str = "") -> str:
+    return f"<style>{STYLE}{extra}</style>"
+
+
+def _get(obj: object, name: str, default: Any = None) -> Any:
+    return getattr(obj, name, default)
+
+
+# --- the stepper widget -------------------------------------------------------------------------
 
 
 class _Stepper(widgets.VBox):  # type: ignore[misc]
-    def __init__(self, title: str, pages: Sequence[str], lines: Sequence[str]) -> None:
+    """Play + slider + a Stack of pre-rendered pages, linked in the browser."""
+
+    kind = "stepper"
+
+    def __init__(self, title: str, pages: Sequence[str], lines: Sequence[str], static: str) -> None:
         last = max(len(pages) - 1, 0)
-        self.play = widgets.Play(value=0, min=0, max=last, step=1, interval=900, description="Play")
-        self.slider = widgets.IntSlider(value=0, min=0, max=last, description="step")
-        self.stack = widgets.Stack([widgets.HTML(page) for page in pages], selected_index=0)
+        self.play = widgets.Play(value=0, min=0, max=last, step=1, interval=900, description="播放")
+        self.slider = widgets.IntSlider(value=0, min=0, max=last, description="步")
+        self.stack = widgets.Stack(
+            [widgets.HTML(f'<div class="pi-sv">{page}</div>') for page in pages], selected_index=0
+        )
         # Linked in the browser: stepping works from saved widget state, with no kernel.
         self.links = [
             widgets.jslink((self.play, "value"), (self.slider, "value")),
             widgets.jslink((self.slider, "value"), (self.stack, "selected_index")),
         ]
-        heading = widgets.HTML(f"<b>{html.escape(title)}</b>")
+        heading = widgets.HTML(
+            f'{_style_tag(HIDE_STATIC)}<div class="pi-sv"><div class="pi-title">{_esc(title)}</div></div>'
+        )
         super().__init__([heading, widgets.HBox([self.play, self.slider]), self.stack])
+        self.add_class("pi-stepper")
+        self.add_class(f"pi-{self.kind}")
         self.title = title
         self.lines = list(lines)
+        self.static_html = (
+            f'{_style_tag()}<div class="pi-sv pi-static pi-static-{self.kind}">'
+            f'<div class="pi-title">{_esc(title)}</div>{static}</div>'
+        )
 
     def __repr__(self) -> str:
-        return "\n".join([f"{self.title} · {len(self.lines)} steps", *self.lines])
+        return "\n".join([f"{self.title} · {len(self.lines)} 步", *self.lines])
+
+    def _repr_html_(self) -> str:
+        return self.static_html
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        """The live widget alone (``_ipython_display_`` adds the static table as its own output)."""
         bundle: dict[str, Any] = super()._repr_mimebundle_(**kwargs)
-        bundle["text/plain"] = repr(self)  # ipywidgets cuts its own at 110 characters
+        bundle["text/plain"] = f"{type(self).__name__}: {self.title} · {len(self.lines)} 步"
         return bundle
+
+    def _ipython_display_(self) -> None:
+        # Two outputs: nbconvert (and GitHub) pick the widget view whenever the widget state is
+        # saved, so a static table inside the widget's own bundle would never be shown there.
+        display({"text/html": self.static_html, "text/plain": repr(self)}, raw=True)  # type: ignore[no-untyped-call]
+        display(self._repr_mimebundle_(), raw=True)  # type: ignore[no-untyped-call]
+
+
+# --- PartialStepper -----------------------------------------------------------------------------
+
+
+@dataclass
+class _Buffer:
+    """The tool_buffers view of one Provider index, derived from chunks and events."""
+
+    provider_index: int
+    id: str = ""
+    name: str = ""
+    raw_arguments: str = ""
+    content_index: int | None = None
+    parsed: bool = False
+    arguments: object = None
+
+
+@dataclass
+class PartialStep:
+    """One step: the chunk read (if any), the event emitted (if any) and the state after it."""
+
+    number: int
+    chunk_number: int | None  # 1-based; None before the first chunk and after the stream ended
+    chunk: object | None
+    event: Any | None
+    after_end: bool
+    repeat_chunk: bool = False
+    buffers: list[_Buffer] = field(default_factory=list)
+    touched_buffer: int | None = None  # Provider index whose buffer this step changed
+    text_content_index: int | None = None
+    finish: object | None = None
+    content: tuple[Any, ...] = ()
+    parsed_slots: frozenset[int] = frozenset()
+    changed_slot: int | None = None
+
+
+_END = -2  # position of an event emitted after the transport ended
+
+
+def pair_events(chunks: Sequence[object], events: Sequence[Any]) -> list[int]:
+    """For each event, the 0-based index of the chunk the adapter had read when it emitted it.
+
+    ``-1`` means before any chunk, ``len(chunks)`` after the transport ended. Inferred from the
+    order alone: each delta event answers the next chunk of its kind (a chunk skipped on the way,
+    such as ``finish``, produced no event); ``toolcall_end`` and ``done`` come after the stream;
+    an ``error`` answers the next unread chunk if there is one. :meth:`PartialStepper.replay`
+    records the real positions instead.
+    """
+    positions: list[int] = []
+    nxt = 0  # the next chunk not yet paired
+    for event in events:
+        kind = _get(event, "type")
+        if kind == "start":
+            positions.append(-1)
+        elif kind in ("text_delta", "toolcall_delta"):
+            want = "text" if kind == "text_delta" else "tool"
+            probe = nxt
+            while probe < len(chunks) and _get(chunks[probe], "type") != want:
+                probe += 1
+            if probe < len(chunks):
+                positions.append(probe)
+                nxt = probe + 1
+            else:
+                positions.append(max(nxt - 1, -1))
+        elif kind == "error" and nxt < len(chunks):
+            positions.append(nxt)
+            nxt += 1
+        else:
+            positions.append(len(chunks))
+            nxt = len(chunks)
+    return positions
+
+
+def _event_content(event: Any) -> tuple[Any, ...] | None:
+    kind = _get(event, "type")
+    message = _get(event, "message") if kind == "done" else _get(event, "error") if kind == "error" else None
+    holder = message if message is not None else _get(event, "partial")
+    content = _get(holder, "content")
+    return tuple(content) if content is not None else None
+
+
+def build_partial_steps(
+    chunks: Sequence[object], events: Sequence[Any], positions: Sequence[int]
+) -> tuple[list[PartialStep], list[int]]:
+    """Steps (chunks read with no event get their own step) and the chunks never read."""
+    count = len(chunks)
+    raw: list[tuple[int | None, Any | None, bool, bool]] = []  # (chunk index, event, after_end, repeat)
+    shown = -1
+    for event, position in zip(events, positions, strict=True):
+        if position < 0 and position != _END:
+            raw.append((None, event, False, False))
+            continue
+        stop = count if position in (_END, count) or position > count else position
+        for index in range(shown + 1, stop):
+            raw.append((index, None, False, False))
+        shown = max(shown, stop - 1)
+        if stop == count:
+            raw.append((None, event, True, False))
+        else:
+            raw.append((position, event, False, position <= shown))
+            shown = max(shown, position)
+    unread = list(range(shown + 1, count))
+
+    steps: list[PartialStep] = []
+    buffers: dict[int, _Buffer] = {}
+    text_index: int | None = None
+    finish: object | None = None
+    content: tuple[Any, ...] = ()
+    parsed: set[int] = set()
+    for number, (chunk_index, event, after_end, repeat) in enumerate(raw):
+        chunk = None if chunk_index is None else chunks[chunk_index]
+        touched: int | None = None
+        kind = _get(event, "type")
+        slot = (
+            _get(event, "content_index") if kind in ("text_delta", "toolcall_delta", "toolcall_end") else None
+        )
+        if chunk is not None and not repeat:
+            if _get(chunk, "type") == "finish":
+                finish = chunk
+            elif _get(chunk, "type") == "tool":
+                provider_index = _get(chunk, "index")
+                buffer = buffers.setdefault(provider_index, _Buffer(provider_index))
+                buffer.id = _get(chunk, "id") or buffer.id
+                buffer.name = _get(chunk, "name") or buffer.name
+                buffer.raw_arguments += _get(chunk, "arguments_delta") or ""
+                touched = provider_index
+                if kind == "toolcall_delta" and buffer.content_index is None:
+                    buffer.content_index = slot
+        if kind == "text_delta" and text_index is None:
+            text_index = slot
+        if kind == "toolcall_end" and isinstance(slot, int):
+            parsed.add(slot)
+            for buffer in buffers.values():
+                if buffer.content_index == slot:
+                    buffer.parsed, buffer.arguments = True, _get(_get(event, "tool_call"), "arguments")
+                    touched = buffer.provider_index
+        new_content = _event_content(event) if event is not None else None
+        if new_content is not None:
+            content = new_content
+        steps.append(
+            PartialStep(
+                number=number,
+                chunk_number=None if chunk_index is None else chunk_index + 1,
+                chunk=chunk,
+                event=event,
+                after_end=after_end,
+                repeat_chunk=repeat,
+                buffers=[_Buffer(**vars(b)) for b in buffers.values()],
+                touched_buffer=touched,
+                text_content_index=text_index,
+                finish=finish,
+                content=content,
+                parsed_slots=frozenset(parsed),
+                changed_slot=slot if isinstance(slot, int) else None,
+            )
+        )
+    return steps, unread
+
+
+# rendering ------------------------------------------------------------------------------------
+
+
+def _chunk_html(chunk: object, number: int | None) -> str:
+    prefix = f"chunk {number} · " if number is not None else ""
+    kind = _get(chunk, "type")
+    if kind == "tool":
+        index = _get(chunk, "index")
+        parts = [f"<b>tool</b> {_badge(f'Provider index {index}', 'index')}"]
+        if _get(chunk, "id") is not None:
+            parts.append(f"id {_str_box(_get(chunk, 'id'))}")
+        if _get(chunk, "name") is not None:
+            parts.append(f"name {_str_box(_get(chunk, 'name'))}")
+        if _get(chunk, "arguments_delta") is not None:
+            parts.append(f"arguments_delta {_badge('原文', 'raw')}{_str_box(_get(chunk, 'arguments_delta'))}")
+        return prefix + " · ".join(parts)
+    if kind == "text":
+        return f"{prefix}<b>text</b> delta {_str_box(_get(chunk, 'delta', ''))}"
+    if kind == "finish":
+        usage = _get(chunk, "usage")
+        tail = "" if usage is None else f" · usage {_esc(_usage_text(usage))}"
+        return f"{prefix}<b>finish</b> reason {_str_box(_get(chunk, 'reason', ''))}{tail}"
+    return f"{prefix}<b>{_esc(type(chunk).__name__)}</b> {_esc(chunk)}"
+
+
+def _usage_text(usage: object) -> str:
+    return f"input {_get(usage, 'input', 0)}, output {_get(usage, 'output', 0)}"
+
+
+def _chunk_text(chunk: object) -> str:
+    kind = _get(chunk, "type")
+    if kind == "tool":
+        fields = [f"tool index={_get(chunk, 'index')}"]
+        for name in ("id", "name", "arguments_delta"):
+            if _get(chunk, name) is not None:
+                fields.append(f"{name}={_get(chunk, name)!r}")
+        return " ".join(fields)
+    if kind == "text":
+        return f"text delta={_get(chunk, 'delta')!r}"
+    if kind == "finish":
+        usage = _get(chunk, "usage")
+        return f"finish {_get(chunk, 'reason')}" + ("" if usage is None else f" ({_usage_text(usage)})")
+    return f"{type(chunk).__name__}: {chunk}"
+
+
+def _event_html(event: Any) -> str:
+    kind = _get(event, "type")
+    if event is None:
+        return '<span class="pi-note">没有事件</span>'
+    slot = _get(event, "content_index")
+    head = f"<b>{_esc(kind)}</b>"
+    if kind in ("text_delta", "toolcall_delta"):
+        raw = _badge("原文", "raw") if kind == "toolcall_delta" else ""
+        return f"{head} content_index <b>{_esc(slot)}</b> · delta {raw}{_str_box(_get(event, 'delta', ''))}"
+    if kind == "toolcall_end":
+        call = _get(event, "tool_call")
+        return (
+            f"{head} content_index <b>{_esc(slot)}</b> · {_esc(_get(call, 'name'))} "
+            f"{_badge('已解析', 'parsed')}<code>{_esc(_value_text(_get(call, 'arguments')))}</code>"
+        )
+    if kind == "done":
+        return f"{head} reason {_str_box(_get(event, 'reason', ''))}"
+    if kind == "error":
+        message = _get(_get(event, "error"), "error_message")
+        return f"{head} reason {_str_box(_get(event, 'reason', ''))} · {_str_box(message or '')}"
+    return head
+
+
+def _value_text(value: object) -> str:
+    return repr(value)
+
+
+def _event_text(event: Any) -> str:
+    if event is None:
+        return "（没有事件）"
+    kind = _get(event, "type")
+    if kind in ("text_delta", "toolcall_delta"):
+        return f"{kind} content_index={_get(event, 'content_index')} delta={_get(event, 'delta')!r}"
+    if kind == "toolcall_end":
+        call = _get(event, "tool_call")
+        arguments = _value_text(_get(call, "arguments"))
+        return f"toolcall_end content_index={_get(event, 'content_index')} 已解析 {arguments}"
+    if kind == "done":
+        return f"done {_get(event, 'reason')}"
+    if kind == "error":
+        return f"error {_get(event, 'reason')}: {_get(_get(event, 'error'), 'error_message')}"
+    return str(kind)
+
+
+def _slot_value_html(block: Any, slot: int, parsed: frozenset[int]) -> tuple[str, str]:
+    kind = _get(block, "type")
+    if kind == "text":
+        return "text", _str_box(_get(block, "text", ""))
+    if kind == "toolCall":
+        head = f"id {_str_box(_get(block, 'id', ''))} · name {_str_box(_get(block, 'name', ''))}<br>"
+        raw = _get(block, "raw_arguments")
+        arguments = _get(block, "arguments")
+        if slot in parsed and not isinstance(arguments, str):
+            body = (
+                f"arguments {_badge('已解析 · ' + type(arguments).__name__, 'parsed')}"
+                f"<code>{_esc(_value_text(arguments))}</code>"
+            )
+            if raw is not None:
+                body += f"<br>raw_arguments {_badge('原文', 'raw')}{_str_box(raw)}"
+        else:
+            shown = raw if raw is not None else arguments if isinstance(arguments, str) else ""
+            body = f"arguments {_badge('原文 · 流式中，尚未解析', 'raw')}{_str_box(str(shown))}"
+        return "toolCall", head + body
+    return _esc(kind), _esc(block)
+
+
+def _slot_text(block: Any, slot: int, parsed: frozenset[int]) -> str:
+    kind = _get(block, "type")
+    if kind == "text":
+        return f"[{slot}] text {_get(block, 'text')!r}"
+    if kind == "toolCall":
+        arguments = _get(block, "arguments")
+        if slot in parsed and not isinstance(arguments, str):
+            state = f"已解析 {_value_text(arguments)}"
+        else:
+            raw = _get(block, "raw_arguments")
+            state = f"原文 {(raw if raw is not None else arguments)!r}"
+        return f"[{slot}] toolCall {_get(block, 'id')} {_get(block, 'name')} {state}"
+    return f"[{slot}] {kind}"
+
+
+def _content_html(step: PartialStep) -> str:
+    rows = []
+    for slot, block in enumerate(step.content):
+        kind, value = _slot_value_html(block, slot, step.parsed_slots)
+        cls = f' class="{CHANGED}"' if slot == step.changed_slot else ""
+        mark = " ◀ 本步" if slot == step.changed_slot else ""
+        rows.append(f"<tr{cls}><td>{slot}{mark}</td><td>{kind}</td><td>{value}</td></tr>")
+    if step.changed_slot is not None and step.changed_slot >= len(step.content):
+        rows.append(
+            f'<tr class="{MISSING}"><td>{step.changed_slot} ◀ 本步</td><td>—</td>'
+            f"<td>content[{step.changed_slot}] 不存在：事件指向槽位 {step.changed_slot}，"
+            f"可 content 只有 {len(step.content)} 个槽位</td></tr>"
+        )
+    if not rows:
+        return '<p class="pi-note">content 为空（还没有槽位）</p>'
+    head = "<tr><th>槽位</th><th>type</th><th>内容</th></tr>"
+    return f"<table>{head}{''.join(rows)}</table>"
+
+
+def _content_text(step: PartialStep) -> str:
+    slots = [_slot_text(block, slot, step.parsed_slots) for slot, block in enumerate(step.content)]
+    if step.changed_slot is not None and step.changed_slot >= len(step.content):
+        slots.append(f"[{step.changed_slot}] 不存在（content 只有 {len(step.content)} 个槽位）")
+    return " | ".join(slots) or "（空）"
+
+
+def _buffers_html(step: PartialStep) -> str:
+    if not step.buffers:
+        return '<p class="pi-note">tool_buffers 为空</p>'
+    rows = []
+    for buffer in step.buffers:
+        cls = f' class="{CHANGED}"' if buffer.provider_index == step.touched_buffer else ""
+        slot = "—" if buffer.content_index is None else str(buffer.content_index)
+        state = _badge("已解析", "parsed") if buffer.parsed else _badge("原文", "raw")
+        rows.append(
+            f"<tr{cls}><td><b>{buffer.provider_index}</b></td><td>{_esc(buffer.id)}</td>"
+            f"<td>{_esc(buffer.name)}</td><td>{state}{_str_box(buffer.raw_arguments)}</td>"
+            f"<td><b>{slot}</b></td></tr>"
+        )
+    head = "<tr><th>Provider index</th><th>id</th><th>name</th><th>参数原文</th><th>content_index</th></tr>"
+    return f"<table>{head}{''.join(rows)}</table>"
+
+
+def _buffers_text(step: PartialStep) -> str:
+    parts = []
+    for buffer in step.buffers:
+        slot = "?" if buffer.content_index is None else buffer.content_index
+        parts.append(
+            f"{buffer.provider_index}→({buffer.id}, {buffer.name}, {buffer.raw_arguments!r}, #{slot})"
+        )
+    return "{" + ", ".join(parts) + "}"
+
+
+def _chunk_cell(step: PartialStep) -> str:
+    if step.chunk is not None:
+        again = '<span class="pi-note">（同一 chunk）</span> ' if step.repeat_chunk else ""
+        return again + _chunk_html(step.chunk, step.chunk_number)
+    if step.after_end:
+        return '<span class="pi-note">transport 已结束</span>'
+    return '<span class="pi-note">还没有读 chunk</span>'
+
+
+def _step_list_html(steps: Sequence[PartialStep], current: int | None) -> str:
+    rows = []
+    for step in steps:
+        cls = f' class="{CURRENT}"' if step.number == current else ""
+        marker = "▶ " if step.number == current else ""
+        rows.append(
+            f"<tr{cls}><td>{marker}{step.number}</td><td>{_short_chunk(step)}</td>"
+            f"<td>{_short_event(step.event)}</td></tr>"
+        )
+    head = "<tr><th>步</th><th>读到的 chunk</th><th>发出的事件</th></tr>"
+    return f'<table class="pi-steps">{head}{"".join(rows)}</table>'
+
+
+def _short_chunk(step: PartialStep) -> str:
+    chunk = step.chunk
+    if chunk is None:
+        return "transport 已结束" if step.after_end else "—"
+    kind = _get(chunk, "type")
+    if kind == "tool":
+        detail = f"tool · index <b>{_esc(_get(chunk, 'index'))}</b>"
+    elif kind in ("text", "finish"):
+        detail = _esc(kind) + ("" if kind == "text" else f" {_esc(_get(chunk, 'reason'))}")
+    else:
+        detail = _esc(type(chunk).__name__)
+    return f"#{step.chunk_number} {detail}"
+
+
+def _short_event(event: Any) -> str:
+    if event is None:
+        return '<span class="pi-note">无</span>'
+    kind = _get(event, "type")
+    if kind in ("text_delta", "toolcall_delta", "toolcall_end"):
+        return f"{_esc(kind)} · content_index <b>{_esc(_get(event, 'content_index'))}</b>"
+    if kind in ("done", "error"):
+        return f"{_esc(kind)} · {_esc(_get(event, 'reason'))}"
+    return _esc(kind)
+
+
+def _state_html(step: PartialStep) -> str:
+    text_index = "—（还没有文本）" if step.text_content_index is None else str(step.text_content_index)
+    finish = (
+        "—（还没读到 finish）"
+        if step.finish is None
+        else f"{_esc(_get(step.finish, 'reason'))}"
+        + (
+            ""
+            if _get(step.finish, "usage") is None
+            else f" · {_esc(_usage_text(_get(step.finish, 'usage')))}"
+        )
+    )
+    return (
+        f"<h4>tool_buffers（Provider index → buffer）</h4>{_buffers_html(step)}"
+        f"<p>text_content_index：<b>{text_index}</b> · finish：<b>{finish}</b></p>"
+    )
+
+
+def _unread_note(unread: Sequence[int]) -> str:
+    if not unread:
+        return ""
+    names = ", ".join(f"#{i + 1}" for i in unread)
+    return f'<p class="pi-note">没有读到的 chunk：{names}（流已经以 error 结束）</p>'
+
+
+def _partial_page(steps: Sequence[PartialStep], step: PartialStep, unread: Sequence[int]) -> str:
+    unread_note = _unread_note(unread)
+    where = "partial.content" if _get(step.event, "type") not in ("done", "error") else "最终 content"
+    note = ""
+    if step.event is None and step.chunk is not None:
+        note = '<p class="pi-note">这个 chunk 没有产生事件：adapter 只是记下了它，partial 不变。</p>'
+    return (
+        '<div class="pi-page">'
+        f'<div class="pi-steps-col"><h4>全部步骤</h4>{_step_list_html(steps, step.number)}{unread_note}</div>'
+        '<div class="pi-detail-col">'
+        f"<h4>第 {step.number} 步 · 读到的 ProviderChunk</h4><p>{_chunk_cell(step)}</p>"
+        f"<h4>发出的事件</h4><p>{_event_html(step.event)}</p>{note}"
+        f"{_state_html(step)}"
+        f"<h4>{where}（改变的槽位高亮）</h4>{_content_html(step)}"
+        "</div></div>"
+    )
+
+
+def _partial_static(steps: Sequence[PartialStep], unread: Sequence[int]) -> str:
+    rows = []
+    for step in steps:
+        rows.append(
+            f'<tr class="pi-row"><td>{step.number}</td><td>{_chunk_cell(step)}</td>'
+            f"<td>{_event_html(step.event)}</td>"
+            f"<td>{_buffers_html(step)}</td><td>{_content_html(step)}</td></tr>"
+        )
+    unread_note = _unread_note(unread)
+    head = (
+        "<tr><th>步</th><th>读到的 ProviderChunk</th><th>发出的事件</th>"
+        "<th>tool_buffers（本步之后）</th><th>content（本步之后，改变的槽位标 ◀）</th></tr>"
+    )
+    return f'<table class="pi-static-table">{head}{"".join(rows)}</table>{unread_note}'
+
+
+def _partial_line(step: PartialStep) -> str:
+    if step.chunk is not None:
+        chunk = f"chunk {step.chunk_number}: {_chunk_text(step.chunk)}"
+    else:
+        chunk = "（transport 已结束）" if step.after_end else "（还没有读 chunk）"
+    return (
+        f"{step.number:>2} · {chunk} → {_event_text(step.event)} · "
+        f"tool_buffers {_buffers_text(step)} · content {_content_text(step)}"
+    )
 
 
 class PartialStepper(_Stepper):
-    """Step through a stream's events: type, ``content_index``, delta and the partial's content."""
+    """Step through an adapter run: chunk read, event emitted, tool_buffers, partial content.
 
-    def __init__(self, events: Sequence[ModelEvent], title: str = "partial snapshots") -> None:
-        pages, lines = [], []
-        for step, event in enumerate(events):
-            kind, index, detail, content = _event_parts(event)
-            slot = "—" if index is None else f"#{index}"
-            pages.append(
-                f"<p>step {step}: <b>{kind}</b> · content_index {slot} · {_code(detail)}</p>"
-                + content_table(content, index)
-            )
-            blocks = " | ".join(_block_text(block) for block in content) or "(empty)"
-            lines.append(f"{step:>2} {kind:<14} {slot:<3} {detail:<24} → {blocks}")
-        super().__init__(title, pages, lines)
+    ``chunks`` are the ProviderChunks fed to the adapter, in order; ``events`` the ModelEvents it
+    emitted. ``positions`` (optional) gives, per event, the 0-based index of the chunk the adapter
+    had read when it emitted that event (``-1`` before any, ``len(chunks)`` after the transport
+    ended); without it the pairing is inferred from the order (see :func:`pair_events`).
+    Chunks and events are read by their ``type`` and field names only, so events from any copy of
+    the course package (a learner's practice copy, a scratch copy with a broken adapter) work.
+    """
+
+    kind = "partial-stepper"
+
+    def __init__(
+        self,
+        chunks: Sequence[object],
+        events: Sequence[Any],
+        title: str = "partial 快照",
+        *,
+        positions: Sequence[int] | None = None,
+    ) -> None:
+        chunks, events = list(chunks), list(events)
+        if positions is None:
+            positions = pair_events(chunks, events)
+        self.steps, self.unread = build_partial_steps(chunks, events, positions)
+        pages = [_partial_page(self.steps, step, self.unread) for step in self.steps]
+        lines = [_partial_line(step) for step in self.steps]
+        if self.unread:
+            lines.append("没有读到的 chunk: " + ", ".join(f"#{i + 1}" for i in self.unread))
+        super().__init__(title, pages, lines, _partial_static(self.steps, self.unread))
+
+    @classmethod
+    async def replay(
+        cls,
+        chunks: Sequence[object],
+        title: str = "partial 快照",
+        *,
+        model: Callable[[Any], Any] | None = None,
+    ) -> PartialStepper:
+        """Run ``chunks`` through an adapter and record which chunk each event answered.
+
+        ``model(transport)`` builds the adapter around the recording transport; by default the
+        course's :class:`~pi_course.adapter.OpenAICompatibleModel` (the learner's own in a
+        practice copy).
+        """
+        from ..types import AgentContext
+
+        recorder = _RecordingTransport(list(chunks))
+        if model is None:
+            from ..adapter import OpenAICompatibleModel
+
+            adapter: Any = OpenAICompatibleModel(provider="fixture", model="fixture", transport=recorder)
+        else:
+            adapter = model(recorder)
+        events, positions = [], []
+        async for event in adapter.stream(AgentContext(())):
+            events.append(event)
+            positions.append(recorder.position)
+        return cls(recorder.chunks, events, title, positions=positions)
+
+
+class _RecordingTransport:
+    """A fixed transport that remembers how far the adapter has read."""
+
+    def __init__(self, chunks: list[object]) -> None:
+        self.chunks = chunks
+        self.position = -1
+        self.requests: list[object] = []
+
+    async def stream(self, request: object, *, signal: object = None) -> AsyncIterator[Any]:
+        self.requests.append(request)
+        for index, chunk in enumerate(self.chunks):
+            self.position = index
+            if isinstance(chunk, BaseException):
+                raise chunk
+            yield chunk
+        self.position = len(self.chunks)
+
+
+# --- SSEBufferStepper ---------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class ReadStep:
-    """One network read through the SSE decoder, as the chapter's line buffer sees it."""
+    """One network read through the line buffer, as the chapter draws it.
 
-    read: str
-    buffer: str
-    lines: tuple[str, ...]
-    events: tuple[SSEEvent, ...]
-    pending: str
+    The buffer holds only the start of a line whose ``\\n`` has not arrived; complete lines are
+    taken out at once; ``data`` lines wait in ``collected`` until a blank line dispatches them.
+    """
+
+    number: int
+    response: int  # 1-based response number (a new response starts with an empty buffer)
+    data: bytes  # the bytes of this read
+    carried: bytes  # bytes of a split character carried in from the previous read
+    text: str  # the text this read appended to the buffer
+    held: bytes  # bytes of a character this read cut, held back by the UTF-8 decoder
+    before: str  # the buffer before the append
+    lines: tuple[str, ...]  # complete lines taken out by this read ("" is the blank line)
+    payloads: tuple[str, ...]  # data of the events the decoder dispatched on this read
+    pending: str  # what stays in the buffer: the start of the next line
+    collected: tuple[str, ...]  # data lines taken out but still waiting for their blank line
+
+    @property
+    def buffer(self) -> str:
+        """The buffer right after the append."""
+        return self.before + self.text
 
 
-def trace_reads(reads: Sequence[bytes]) -> list[ReadStep]:
-    """Feed ``reads`` to a real :class:`SSEDecoder` and record what each read changed."""
+def trace_reads(reads: Sequence[bytes], *, response: int = 1, start: int = 1) -> list[ReadStep]:
+    """Feed ``reads`` to the course's :class:`~pi_course.sse.SSEDecoder`, read by read.
+
+    The payloads are what the decoder dispatched; the buffer, the lines and the collected data
+    lines are the chapter's line-buffer model, computed here from the same bytes.
+    """
+    from ..sse import SSEDecoder
+
     decoder = SSEDecoder()
+    utf8 = codecs.getincrementaldecoder("utf-8")("replace")
     steps = []
-    shown = 0  # characters of the pending text already listed as complete lines
-    for chunk in reads:
-        before = decoder.pending
+    before = ""
+    collected: list[str] = []
+    for number, chunk in enumerate(reads, start=start):
+        carried = utf8.getstate()[0]
+        text = utf8.decode(chunk).replace("\r\n", "\n").replace("\r", "\n")
+        held = utf8.getstate()[0]
         events = decoder.feed(chunk)
-        buffer = before + chunk.decode("utf-8", "replace")
-        complete = buffer[: buffer.rfind("\n") + 1]
-        lines = tuple(complete[shown:].split("\n")[:-1])
-        pending = decoder.pending
-        shown = pending.rfind("\n") + 1
-        steps.append(ReadStep(chunk.decode("utf-8", "replace"), buffer, lines, tuple(events), pending))
+        *lines, pending = (before + text).split("\n")
+        for line in lines:
+            if not line:
+                collected = []
+            elif line.startswith("data:"):
+                collected.append(line)
+        steps.append(
+            ReadStep(
+                number, response, bytes(chunk), carried, text, held, before, tuple(lines),
+                tuple(event.data for event in events), pending, tuple(collected),
+            )
+        )  # fmt: skip
+        before = pending
     return steps
 
 
-class SSEBufferStepper(_Stepper):
-    """Step through network reads: the buffer after appending, lines taken out, payloads sent."""
+def _payload(fields: dict[str, Any]) -> str:
+    return "data: " + json.dumps(fields, ensure_ascii=False, separators=(",", ":")) + "\n\n"
 
-    def __init__(self, reads: Sequence[bytes], title: str = "SSE line buffer") -> None:
-        pages, lines = [], []
-        for number, step in enumerate(trace_reads(reads), start=1):
-            taken = (
-                "".join(f"<li>{_code(line)}</li>" for line in step.lines) or "<li><i>没有完整的行</i></li>"
+
+def _choice(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    return {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+
+def mainline_sse_bodies() -> tuple[bytes, bytes]:
+    """The mainline's two response bodies, as compact JSON like the chapter prints them.
+
+    Response 1 asks for ``read`` as call-1 at index 0 in two argument fragments; response 2 is
+    the answer after the tool result, in Chinese.
+    """
+    from ..course.fixtures import MAINLINE_SSE_LINE
+
+    first = [
+        MAINLINE_SSE_LINE,
+        _payload(_choice({"tool_calls": [{"index": 0, "function": {"arguments": '"README.md"}'}}]})),
+        _payload(_choice({}, "tool_calls")),
+        _payload({"choices": [], "usage": {"prompt_tokens": 30, "completion_tokens": 2, "total_tokens": 32}}),
+        "data: [DONE]\n\n",
+    ]
+    answer = ("README.md ", "的第一行是 ", "# Project", "。")
+    second = [
+        *(_payload(_choice({"content": piece})) for piece in answer),
+        _payload(_choice({}, "stop")),
+        _payload({"choices": [], "usage": {"prompt_tokens": 42, "completion_tokens": 9, "total_tokens": 51}}),
+        "data: [DONE]\n\n",
+    ]
+    return "".join(first).encode(), "".join(second).encode()
+
+
+def _cut(body: bytes, marks: Sequence[int]) -> list[bytes]:
+    edges = [0, *marks, len(body)]
+    return [body[a:b] for a, b in itertools.pairwise(edges)]
+
+
+def mainline_sse_reads() -> list[list[bytes]]:
+    """The default split: ten reads over the mainline's two responses.
+
+    Response 1: the chapter's cut right after ``call-``; the rest of that event; the second
+    payload cut inside ``README``; a read ending right after a line's ``\\n`` but before the blank
+    line; then one read carrying two whole events and the start of ``[DONE]``, and its tail.
+    Response 2: two events and a cut inside the three bytes of 的; the rest of the character; two
+    events ending mid-line; everything else.
+    """
+    first, second = mainline_sse_bodies()
+    line_1_end = first.index(b"\n\n") + 2
+    readme = first.index(b"README", line_1_end) + 3
+    line_2_end = first.index(b"\n\n", line_1_end)
+    done = first.index(b"[DONE]") + 3
+    de = second.index("的".encode()) + 1
+    after_de = second.index(b"\n\n", de) + 2
+    project = second.index("。".encode())
+    return [
+        _cut(first, [first.index(b"call-") + 5, line_1_end, readme, line_2_end + 1, done]),
+        _cut(second, [de, after_de, project]),
+    ]
+
+
+def _marked(text: str, *, new_from: int | None = None) -> str:
+    """Text with visible line ends: ``↵`` after each line, a 空行 badge for the blank line.
+
+    Characters from ``new_from`` on (what this read appended) are underlined.
+    """
+    old_part: list[str] = []
+    new_part: list[str] = []
+    line_start = True
+    for position, char in enumerate(text):
+        out = new_part if new_from is not None and position >= new_from else old_part
+        if char == "\n":
+            badge = _badge("空行", "blank") if line_start else ""
+            out.append(f'{badge}<span class="pi-nl">↵</span>\n')
+            line_start = True
+        else:
+            out.append(_esc(char))
+            line_start = False
+    fresh = f'<span class="pi-new">{"".join(new_part)}</span>' if new_part else ""
+    return "".join(old_part) + fresh
+
+
+def _plain_marked(text: str) -> str:
+    return text.replace("\n", "↵")
+
+
+def _hex(data: bytes) -> str:
+    return " ".join(f"{byte:02X}" for byte in data)
+
+
+def _read_html(step: ReadStep) -> str:
+    parts = []
+    if step.carried and step.text:
+        char = step.text[0]
+        rest = step.data[: len(char.encode()) - len(step.carried)]
+        joined = f"{_hex(step.carried)}（上次暂存）+ {_hex(rest)} → {char}"
+        parts.append(_badge(joined, "readend"))
+    parts.append(f'<span class="pi-buffer">{_marked(step.text)}</span>' if step.text else "")
+    if step.held:
+        parts.append(_badge(f"被切开的字符：{_hex(step.held)}（暂存，等下一次读取）", "readend"))
+    return "".join(parts)
+
+
+def _buffer_html(step: ReadStep) -> str:
+    if not step.buffer:
+        return _badge("缓冲区为空", "empty")
+    end = _badge(f"第 {step.number} 次读取到此为止", "readend")
+    return f'<div class="pi-buffer">{_marked(step.buffer, new_from=len(step.before))}{end}</div>'
+
+
+def _lines_html(step: ReadStep) -> str:
+    if not step.lines:
+        return '<p class="pi-note">没有完整的行（还没有遇到 ↵）</p>'
+    items = []
+    for line in step.lines:
+        if line:
+            items.append(f'<li><span class="pi-buffer">{_esc(line)}</span><span class="pi-nl">↵</span></li>')
+        else:
+            items.append(
+                f'<li>{_badge("空行", "blank")}<span class="pi-nl">↵</span> → 结束一条 SSE 事件</li>'
             )
-            sent = "".join(f"<li>{_code(event.data)}</li>" for event in step.events) or "<li><i>无</i></li>"
-            pages.append(
-                f"<p>read #{number}: {_code(step.read)}</p>"
-                f"<p>append 后的 buffer：{_code(step.buffer)}</p>"
-                f"<p>取出的完整行：</p><ul>{taken}</ul>"
-                f"<p>分发的 payload：</p><ul>{sent}</ul>"
-                f"<p>留在 buffer 中：{_code(step.pending)}</p>"
-            )
-            lines.append(
-                f"read #{number}: {len(step.read)} chars · lines taken {list(step.lines)!r} · "
-                f"payloads {[event.data for event in step.events]!r} · pending {step.pending!r}"
-            )
-        super().__init__(title, pages, lines)
+    return f"<ol>{''.join(items)}</ol>"
+
+
+def _payloads_html(step: ReadStep) -> str:
+    if not step.payloads:
+        return '<p class="pi-note">无（还没有空行结束一条事件）</p>'
+    return "<ol>" + "".join(f"<li>{_str_box(data)}</li>" for data in step.payloads) + "</ol>"
+
+
+def _collected_html(step: ReadStep) -> str:
+    if not step.collected:
+        return '<p class="pi-note">无</p>'
+    items = "".join(f'<li><span class="pi-buffer">{_esc(line)}</span></li>' for line in step.collected)
+    return f"<ol>{items}</ol>"
+
+
+def _pending_html(step: ReadStep) -> str:
+    if not step.pending:
+        return _badge("缓冲区为空", "empty")
+    return f'<div class="pi-buffer">{_marked(step.pending)}</div>'
+
+
+def _read_summary(step: ReadStep) -> str:
+    ends = "↵" if step.text.endswith("\n") else "行中间"
+    if step.held:
+        ends = "字符中间"
+    return f"{len(step.data)} 字节 · 止于{ends}"
+
+
+def _reads_list_html(steps: Sequence[ReadStep], current: int | None) -> str:
+    rows = []
+    response = 0
+    for step in steps:
+        if step.response != response:
+            response = step.response
+            rows.append(f'<tr><td colspan="5"><b>响应 {response}</b>（新的 buffer）</td></tr>')
+        cls = f' class="{CURRENT}"' if step.number == current else ""
+        marker = "▶ " if step.number == current else ""
+        pending = "缓冲区为空" if not step.pending else f"{len(step.pending)} 字符"
+        rows.append(
+            f"<tr{cls}><td>{marker}{step.number}</td><td>{_read_summary(step)}</td>"
+            f"<td>{len(step.lines)}</td><td>{len(step.payloads)}</td><td>{pending}</td></tr>"
+        )
+    head = "<tr><th>读取</th><th>字节</th><th>取出的行</th><th>payload</th><th>留在缓冲区</th></tr>"
+    return f'<table class="pi-steps">{head}{"".join(rows)}</table>'
+
+
+def _sse_page(steps: Sequence[ReadStep], step: ReadStep) -> str:
+    fresh = (
+        f'<p class="pi-note">响应 {step.response} 的第一次读取：缓冲区从空开始。</p>'
+        if step.number == 1 or steps[step.number - 2].response != step.response
+        else ""
+    )
+    return (
+        '<div class="pi-page">'
+        f'<div class="pi-steps-col"><h4>全部读取</h4>{_reads_list_html(steps, step.number)}'
+        '<p class="pi-note"><span class="pi-nl">↵</span> 是换行符 \\n；'
+        f"{_badge('空行', 'blank')} 是空行，结束一条事件；下划线是本次读到的文字。</p></div>"
+        '<div class="pi-detail-col">'
+        f"<h4>第 {step.number} 次读取（响应 {step.response}）· {len(step.data)} 字节</h4>{fresh}"
+        f"<div>{_read_html(step)}</div>"
+        f"<h4>append 之后的缓冲区</h4>{_buffer_html(step)}"
+        f"<h4>取出的完整行</h4>{_lines_html(step)}"
+        f"<h4>等待空行的 data 行</h4>{_collected_html(step)}"
+        f"<h4>分发的 SSE payload（data）</h4>{_payloads_html(step)}"
+        f"<h4>留在缓冲区（下一行的开头）</h4>{_pending_html(step)}"
+        "</div></div>"
+    )
+
+
+def _sse_static(steps: Sequence[ReadStep]) -> str:
+    rows = []
+    for step in steps:
+        rows.append(
+            f'<tr class="pi-row"><td>{step.number}<br>响应 {step.response}</td><td>{_read_html(step)}</td>'
+            f"<td>{_lines_html(step)}</td><td>{_collected_html(step)}</td><td>{_payloads_html(step)}</td>"
+            f"<td>{_pending_html(step)}</td></tr>"
+        )
+    head = (
+        "<tr><th>读取</th><th>本次读到（↵ = \\n）</th><th>取出的完整行</th><th>等待空行的 data 行</th>"
+        "<th>分发的 payload</th><th>留在缓冲区</th></tr>"
+    )
+    return f'<table class="pi-static-table">{head}{"".join(rows)}</table>'
+
+
+def _sse_line(step: ReadStep) -> str:
+    held = f" + 暂存字节 {_hex(step.held)}" if step.held else ""
+    carried = f"（先接上暂存字节 {_hex(step.carried)}）" if step.carried else ""
+    lines = " / ".join("[空行]" if not line else line + "↵" for line in step.lines) or "无"
+    payloads = " / ".join(step.payloads) or "无"
+    collected = f" ‖ 等空行: {len(step.collected)} 行" if step.collected else ""
+    pending = _plain_marked(step.pending) if step.pending else "缓冲区为空"
+    return (
+        f"read {step.number} (响应 {step.response}, {len(step.data)} 字节){carried}: "
+        f"{_plain_marked(step.text)}{held} ‖ 取出的行: {lines}{collected} ‖ payload: {payloads} "
+        f"‖ 留下: {pending}"
+    )
+
+
+class SSEBufferStepper(_Stepper):
+    """Step through network reads: the read, the buffer after the append, lines, payloads, the rest.
+
+    ``reads`` are the ``bytes`` of one response body in the order the network delivered them.
+    ``SSEBufferStepper.mainline()`` uses :func:`mainline_sse_reads` (two responses, ten reads).
+    """
+
+    kind = "sse-stepper"
+
+    def __init__(self, reads: Sequence[bytes], title: str = "SSE 行缓冲区") -> None:
+        self._setup([list(reads)], title)
+
+    @classmethod
+    def mainline(cls, title: str = "主线的 SSE 字节流：十次读取") -> SSEBufferStepper:
+        """The mainline's two responses in ten reads (see :func:`mainline_sse_reads`)."""
+        stepper = cls.__new__(cls)
+        stepper._setup(mainline_sse_reads(), title)
+        return stepper
+
+    def _setup(self, responses: Sequence[Sequence[bytes]], title: str) -> None:
+        self.reads: list[ReadStep] = []
+        for number, reads in enumerate(responses, start=1):
+            self.reads += trace_reads(reads, response=number, start=len(self.reads) + 1)
+        pages = [_sse_page(self.reads, step) for step in self.reads]
+        lines = [_sse_line(step) for step in self.reads]
+        _Stepper.__init__(self, title, pages, lines, _sse_static(self.reads))
