@@ -155,7 +155,7 @@ class OpenAICompatibleModel:
         # The per-request state: it lives inside one stream() call and nowhere else.
         content: list[AssistantContent] = []
         text_content_index: int | None = None
-        text_pieces: list[str] = []
+        text = ""
         tool_buffers: dict[int, ToolBuffer] = {}
         finish: FinishChunk | None = None
         streaming = AssistantMessage((), self.provider, self.model, EMPTY_USAGE, "stop", self.clock())
@@ -179,8 +179,8 @@ class OpenAICompatibleModel:
                             if text_content_index is None:
                                 text_content_index = len(content)
                                 content.append(TextContent(""))
-                            text_pieces.append(delta)
-                            content[text_content_index] = TextContent.joined(text_pieces)
+                            text += delta
+                            content[text_content_index] = TextContent(text)
                             yield TextDeltaEvent(text_content_index, delta, partial())
                         case ToolChunk(index=index):
                             buffer = tool_buffers.get(index)

@@ -7,20 +7,18 @@ is raised without a chained exception that could still carry the original text.
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import AsyncIterator, Awaitable
-from contextlib import asynccontextmanager, suppress
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx
 
 from .adapter import ProviderChunk, ProviderRequest
+from .given import AbortRace
 from .sse import iter_provider_chunks, iter_sse_events
 from .types import AbortError, AbortSignal
-
-T = TypeVar("T")
 
 REDACTED = "[redacted]"
 DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=10.0)
@@ -73,6 +71,13 @@ class OpenAICompatibleTransport:
     With ``client=None`` the transport owns an ``httpx.AsyncClient``; close it with
     ``await transport.aclose()`` or use ``async with OpenAICompatibleTransport(...) as t:``.
     A client you pass in stays yours to close.
+
+    ``strict=True`` (the default) is the chapter's reader: every payload must carry something the
+    course reads. ``strict=False`` additionally skips payloads that carry nothing the course
+    reads — empty ``choices`` without usage (Azure OpenAI's ``prompt_filter_results`` chunk,
+    OpenAI's ``moderation`` chunk) and a choice with neither ``delta`` nor ``finish_reason``
+    (Azure's content-filter annotations) — and validates everything else identically. Use it
+    for real providers; the lessons and the focused tests use the default.
     """
 
     def __init__(
@@ -81,15 +86,17 @@ class OpenAICompatibleTransport:
         base_url: str,
         api_key: str,
         client: httpx.AsyncClient | None = None,
+        strict: bool = True,
         timeout: httpx.Timeout = DEFAULT_TIMEOUT,
     ) -> None:
         self.url = chat_completions_url(base_url)
+        self.strict = strict
         self._key = _Secret(api_key)
         self._owns_client = client is None
         self._client = client if client is not None else httpx.AsyncClient(timeout=timeout)
 
     def __repr__(self) -> str:
-        return f"OpenAICompatibleTransport(url={self.url!r}, api_key={self._key!r})"
+        return f"OpenAICompatibleTransport(url={self.url!r}, api_key={self._key!r}, strict={self.strict!r})"
 
     async def aclose(self) -> None:
         if self._owns_client:
@@ -124,12 +131,12 @@ class OpenAICompatibleTransport:
     async def stream(
         self, request: ProviderRequest, *, signal: AbortSignal | None = None
     ) -> AsyncIterator[ProviderChunk]:
-        """Lab 5.3: Validated chunks from one streamed request; errors leave with the key redacted."""
+        """Lab 5.3: self._reads → iter_sse_events → iter_provider_chunks; AbortError kept, others redacted."""
         # BEGIN LAB 5.3
         failure: str | None = None
         try:
             async with self._reads(request, signal) as reads:
-                async for chunk in iter_provider_chunks(iter_sse_events(reads)):
+                async for chunk in iter_provider_chunks(iter_sse_events(reads), strict=self.strict):
                     yield chunk
         except AbortError:
             raise
@@ -144,7 +151,7 @@ class OpenAICompatibleTransport:
     async def _reads(
         self, request: ProviderRequest, signal: AbortSignal | None
     ) -> AsyncIterator[AsyncIterator[bytes]]:
-        """Lab 5.3: Send the request, check the response, and hand out its body reads; always close it."""
+        """Lab 5.3: Send with the signal raced by AbortRace, _check_response, hand out raced body reads."""
         # BEGIN LAB 5.3
         if signal is not None and signal.aborted:
             raise AbortError()
@@ -154,7 +161,7 @@ class OpenAICompatibleTransport:
             headers=self._headers(),
             content=json.dumps(self.request_body(request), ensure_ascii=False).encode(),
         )
-        abort = _AbortRace(signal)
+        abort = AbortRace(signal)
         try:
             response = await abort.run(self._client.send(http_request, stream=True))
             try:
@@ -167,48 +174,8 @@ class OpenAICompatibleTransport:
         # END LAB 5.3
 
 
-class _AbortRace:
-    """Races each awaited step against the signal, so abort() ends even a read that blocks."""
-
-    def __init__(self, signal: AbortSignal | None) -> None:
-        self.signal = signal
-        self._waiter: asyncio.Future[None] | None = None
-
-    async def run(self, step: Awaitable[T]) -> T:
-        if self.signal is None:
-            return await step
-        if self._waiter is None:
-            self._waiter = asyncio.ensure_future(self.signal.wait())
-        task = asyncio.ensure_future(step)
-        try:
-            await asyncio.wait((task, self._waiter), return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            if not task.done():  # the abort won, or our own task is being cancelled
-                task.cancel()
-                with suppress(asyncio.CancelledError, Exception):
-                    await task
-        if self.signal.aborted and (task.cancelled() or task.exception() is not None):
-            raise AbortError()
-        return task.result()
-
-    async def iterate(self, reads: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-        while True:
-            if self.signal is not None and self.signal.aborted:
-                raise AbortError()
-            try:
-                chunk = await self.run(anext(reads))
-            except StopAsyncIteration:
-                return
-            yield chunk
-
-    def close(self) -> None:
-        if self._waiter is not None:
-            self._waiter.cancel()
-
-
 async def _check_response(response: httpx.Response) -> None:
-    """Lab 5.3: A non-2xx status or a non-SSE content type is an error, before any body is read."""
-    # BEGIN LAB 5.3
+    """A non-2xx status or a non-SSE content type is an error, before any body is read."""
     if not response.is_success:
         body = (await response.aread()).decode("utf-8", "replace")
         raise ProviderTransportError(f"Provider returned HTTP {response.status_code}: {_error_message(body)}")
@@ -217,7 +184,6 @@ async def _check_response(response: httpx.Response) -> None:
         raise ProviderTransportError(
             f"Provider returned content type {content_type or 'none'!r}, expected text/event-stream"
         )
-    # END LAB 5.3
 
 
 def _error_message(body: str) -> str:

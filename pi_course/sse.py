@@ -1,167 +1,99 @@
 """Practice 5.3 — bytes → SSE events → validated ``ProviderChunk``s.
 
-Three layers, each testable alone: :func:`iter_sse_events` frames the byte stream (network reads
-carry no protocol meaning), :func:`parse_payload` narrows one ``unknown`` JSON payload field by
-field, and :func:`iter_provider_chunks` merges the finish reason with the trailing usage.
+Three layers, each testable alone: :class:`SSEDecoder` is the line buffer (a network read carries
+no protocol meaning; a blank line ends an event), :func:`parse_payload` narrows one ``unknown``
+JSON payload field by field, and :func:`iter_provider_chunks` merges the finish reason with the
+trailing usage into one finish chunk. The event-stream rules the chapter takes for granted
+(UTF-8 across reads, BOM, every line ending, ``event``/``id``/comment lines, a size bound) are
+given code in :mod:`pi_course.given`.
 """
 
 from __future__ import annotations
 
-import codecs
 import json
-import json.scanner
 from collections.abc import AsyncIterable, AsyncIterator
-from itertools import repeat
-from operator import itemgetter
-from typing import NamedTuple
+from typing import NamedTuple, TypedDict, cast
 
 from .adapter import FinishChunk, FinishReason, ProviderChunk, TextChunk, ToolChunk
+from .given import (
+    DEFAULT_MAX_EVENT_SIZE,
+    SSEError,
+    SSEEvent,
+    SSEFields,
+    SSEText,
+    check_event_size,
+    provider_error_message,
+)
 from .types import Usage
 
-DEFAULT_MAX_EVENT_SIZE = 16 * 1024 * 1024
+__all__ = [
+    "DEFAULT_MAX_EVENT_SIZE",
+    "InvalidProviderChunk",
+    "PartialUsage",
+    "PayloadParts",
+    "ProviderError",
+    "ProviderRefusal",
+    "SSEDecoder",
+    "SSEError",
+    "SSEEvent",
+    "iter_provider_chunks",
+    "iter_sse_events",
+    "parse_payload",
+]
 
-# --- framing ------------------------------------------------------------------------------------
-
-
-class SSEEvent(NamedTuple):
-    """One dispatched event. A named tuple: built once per token, so it must be cheap."""
-
-    data: str
-    event: str = "message"
-    id: str = ""
-
-
-_new_event = tuple.__new__  # skips NamedTuple's Python-level __new__ on the hot path
-_after_data = itemgetter(slice(6, None))  # "data: {...}" → "{...}"
-
-
-def _data_events(blocks: list[str], last_id: str) -> list[SSEEvent]:
-    """One event per ``data: `` block, built without a Python-level loop (this runs per token)."""
-    fields = zip(map(_after_data, blocks), repeat("message"), repeat(last_id))
-    return list(map(_new_event, repeat(SSEEvent), fields))
-
-
-class SSEError(Exception):
-    """The byte stream cannot be framed (an event larger than the configured bound)."""
+# --- framing: the line buffer -------------------------------------------------------------------
 
 
 class SSEDecoder:
-    """Sans-IO WHATWG event-stream decoder: bytes in, complete events out, one read at a time.
+    """Sans-IO SSE decoder: bytes in, complete events out, one network read at a time.
 
-    Lines end at CRLF, LF or a lone CR (also when CR and LF arrive in different reads); one
-    leading BOM is dropped; UTF-8 is decoded incrementally with U+FFFD for invalid bytes. After
-    that normalization the text only uses ``"\n"``, and an event is a block of lines ended by a
-    blank line, i.e. by ``"\n\n"``. Text is kept as a list of parts until a blank line can end
-    an event, so a huge event is joined once, not once per read.
+    ``feed(read)`` returns the events that read completes (often none, often several);
+    ``close()`` ends the input (an unterminated last event is dropped); ``pending`` is the
+    start of a line still arriving.
     """
 
     def __init__(self, *, max_event_size: int = DEFAULT_MAX_EVENT_SIZE) -> None:
         self.max_event_size = max_event_size
-        self.last_id = ""
-        self._utf8 = codecs.getincrementaldecoder("utf-8")("replace")
-        self._at_start = True
-        self._held_cr = False  # a CR at the end of a read may be the first half of a CRLF
-        self._parts: list[str] = []
-        self._size = 0
+        self._text = SSEText()  # given: UTF-8, BOM, every line ending → "\n"
+        self._fields = SSEFields()  # given: event, id and comment lines; builds the SSEEvent
+        self._buffer = ""  # the line buffer: the start of a line whose "\n" has not arrived
+        self._data: list[str] = []  # the data lines of the event being collected
 
     @property
     def pending(self) -> str:
-        """The text of the event still arriving (what a line buffer would hold)."""
-        return "".join(self._parts) + ("\r" if self._held_cr else "")
+        """The text of the line still arriving (what the line buffer holds)."""
+        return self._buffer
 
-    def feed(self, chunk: bytes) -> list[SSEEvent]:
-        """Lab 5.3: Take one network read; return the events it completes (often none, often several)."""
+    @property
+    def last_id(self) -> str:
+        return self._fields.last_id
+
+    def feed(self, chunk: bytes, *, final: bool = False) -> list[SSEEvent]:
+        """Lab 5.3: Line buffer: self._text.decode, data lines, self._fields.add/dispatch, check_event_size"""
         # BEGIN LAB 5.3
-        text = self._utf8.decode(chunk)
-        if self._at_start and text:
-            self._at_start = False
-            if text[0] == "\ufeff":
-                text = text[1:]
-        if self._held_cr:
-            text = "\r" + text
-            self._held_cr = False
-        if "\r" in text:
-            if text[-1] == "\r":
-                text, self._held_cr = text[:-1], True
-            text = text.replace("\r\n", "\n").replace("\r", "\n")
-        return self._frame(text)
+        self._buffer += self._text.decode(chunk, final=final)
+        lines = self._buffer.split("\n")
+        self._buffer = lines.pop()  # no "\n" yet: the rest of this line comes with a later read
+        events: list[SSEEvent] = []
+        for line in lines:
+            if line.startswith("data:"):
+                self._data.append(line[6:] if line.startswith("data: ") else line[5:])
+            elif line:
+                self._fields.add(line, self._data)  # event:, id:, a comment
+            else:  # a blank line ends the event
+                event = self._fields.dispatch(self._data)
+                if event is not None:
+                    events.append(event)
+                self._data = []
+        check_event_size(self._buffer, self._data, self.max_event_size)
+        return events
         # END LAB 5.3
 
     def close(self) -> list[SSEEvent]:
-        """Lab 5.3: End of input: a held CR still ends its line; an unterminated event is dropped."""
-        # BEGIN LAB 5.3
-        # The decoder's tail holds at most U+FFFD, never a CR; a held CR becomes its line ending.
-        tail = self._utf8.decode(b"", final=True) + ("\n" if self._held_cr else "")
-        self._held_cr = False
-        events = self._frame(tail)
-        self._parts, self._size = [], 0
+        """End of input: what the decoder held back still counts; an unterminated event is dropped."""
+        events = self.feed(b"", final=True)
+        self._buffer, self._data = "", []
         return events
-        # END LAB 5.3
-
-    def _frame(self, text: str) -> list[SSEEvent]:
-        """Lab 5.3: Split normalized text into complete events; keep the unfinished rest."""
-        # BEGIN LAB 5.3
-        parts = self._parts
-        if not text:
-            return []
-        if "\n\n" not in text and not (text[0] == "\n" and parts and parts[-1][-1] == "\n"):
-            parts.append(text)
-            self._size += len(text)
-            self._check_size()
-            return []
-        parts.append(text)
-        buffer = "".join(parts)
-        blocks = buffer.split("\n\n")
-        rest = blocks.pop()  # after the last blank line: the start of an event still arriving
-        self._parts = [rest] if rest else []
-        self._size = len(rest)
-        self._check_size()
-        last_id = self.last_id
-        # The usual read holds only one-line `data: ` events: then the only newlines are the
-        # blank-line separators and each block starts with "data: ", and no per-line rule applies.
-        end, count = len(buffer) - len(rest), len(blocks)
-        if (
-            buffer.count("\n", 0, end) == 2 * count
-            and buffer.startswith("data: ") + buffer.count("\n\ndata: ", 0, end) == count
-        ):
-            return _data_events(blocks, last_id)
-        events: list[SSEEvent] = []
-        append = events.append
-        for block in blocks:
-            if block.startswith("data: ") and "\n" not in block:
-                append(_new_event(SSEEvent, (block[6:], "message", last_id)))
-            else:
-                if (event := self._block(block)) is not None:
-                    append(event)
-                last_id = self.last_id
-        return events
-        # END LAB 5.3
-
-    def _check_size(self) -> None:
-        if self._size > self.max_event_size:
-            raise SSEError(f"SSE event exceeds {self.max_event_size} characters without a blank line")
-
-    def _block(self, block: str) -> SSEEvent | None:
-        """Lab 5.3: The general rules, line by line, for a block that ends with a blank line."""
-        # BEGIN LAB 5.3
-        data: list[str] = []
-        event_type = ""
-        for line in block.split("\n"):
-            if not line or line[0] == ":":
-                continue  # a leading blank line dispatches nothing; ":" starts a comment
-            name, colon, value = line.partition(":")
-            if colon and value[:1] == " ":
-                value = value[1:]
-            if name == "data":
-                data.append(value)
-            elif name == "event":
-                event_type = value
-            elif name == "id" and "\0" not in value:
-                self.last_id = value
-        if not data:
-            return None
-        return SSEEvent("\n".join(data), event_type or "message", self.last_id)
-        # END LAB 5.3
 
 
 async def iter_sse_events(
@@ -169,8 +101,8 @@ async def iter_sse_events(
 ) -> AsyncIterator[SSEEvent]:
     """Decode any chunking of an SSE byte stream into events (see :class:`SSEDecoder`).
 
-    A network read carries no protocol meaning: events are dispatched only at a blank line,
-    so an unterminated last event is dropped.
+    Follows the WHATWG event-stream rules: any line ending, one leading BOM, comments, ``data``
+    joined with ``"\\n"``, dispatch on a blank line only, an unterminated last event dropped.
     """
     decoder = SSEDecoder(max_event_size=max_event_size)
     async for chunk in byte_chunks:
@@ -194,158 +126,174 @@ class ProviderError(Exception):
     """The provider reported an error inside the stream (a payload with an ``error`` field)."""
 
 
+class ProviderRefusal(ProviderError):
+    """The model refused (``delta.refusal``): the course types have no refusal block."""
+
+    def __init__(self, refusal: str) -> None:
+        super().__init__(f"Provider refused: {refusal}")
+        self.refusal = refusal
+
+
+class PartialUsage(TypedDict, total=False):
+    """The chapter's ``Partial<Usage>``: only the counts a payload carried."""
+
+    input: int
+    output: int
+    total_tokens: int
+
+
 class PayloadParts(NamedTuple):
-    """What one validated payload carries: content chunks, maybe a finish reason, maybe usage."""
+    """What one validated payload carries: content chunks, a finish reason, usage, refusal text."""
 
     chunks: list[TextChunk | ToolChunk]
     finish_reason: FinishReason | None
-    usage: Usage | None
+    usage: PartialUsage | None
+    refusal: str | None = None
 
 
-_FINISH_REASONS = ("stop", "length", "tool_calls")
+MAX_SAFE_INTEGER = 2**53 - 1
+FINISH_REASONS = ("stop", "length", "tool_calls")
 
 
-def parse_payload(raw: object) -> PayloadParts:
-    """Lab 5.3: Narrow one decoded JSON payload from ``unknown`` to :class:`PayloadParts`."""
+def _record(value: object, path: str) -> dict[str, object]:
+    """Lab 5.3: A JSON object (a dict), or InvalidProviderChunk("{path} must be an object")."""
     # BEGIN LAB 5.3
-    if not isinstance(raw, dict):
-        raise InvalidProviderChunk("payload must be an object")
-    if raw.get("error") is not None:
-        raise ProviderError(_provider_error_message(raw["error"]))
-    choices = raw.get("choices")
-    if not isinstance(choices, list):
-        raise InvalidProviderChunk("choices must be an array")
-    usage = raw.get("usage")
-    if usage is not None:
-        usage = _usage(usage)
-    if not choices:
-        if usage is None:
-            raise InvalidProviderChunk("choices is empty and the payload carries no usage")
-        return PayloadParts([], None, usage)
-    if len(choices) > 1:
-        raise InvalidProviderChunk(f"choices must hold one choice, got {len(choices)}")
-    choice = choices[0]
-    if not isinstance(choice, dict):
-        raise InvalidProviderChunk("choices[0] must be an object")
-    if "index" in choice:
-        _index(choice["index"], "choices[0].index")
-    delta = choice.get("delta")
-    if not isinstance(delta, dict):
-        raise InvalidProviderChunk("choices[0].delta must be an object")
+    if not isinstance(value, dict):
+        raise InvalidProviderChunk(f"{path} must be an object")
+    return value
+    # END LAB 5.3
 
-    chunks: list[TextChunk | ToolChunk] = []
-    content = delta.get("content")
-    if content is not None:
-        if not isinstance(content, str):
-            raise InvalidProviderChunk("choices[0].delta.content must be a string")
-        if content:
-            chunks.append(TextChunk(content))
-    tool_calls = delta.get("tool_calls")
-    if tool_calls is not None:
-        if not isinstance(tool_calls, list):
-            raise InvalidProviderChunk("choices[0].delta.tool_calls must be an array")
-        for i, item in enumerate(tool_calls):
-            chunks.append(_tool_chunk(item, f"choices[0].delta.tool_calls[{i}]"))
-    finish_reason = choice.get("finish_reason")
-    if finish_reason is not None and finish_reason not in _FINISH_REASONS:
-        shown = json.dumps(finish_reason, ensure_ascii=False)
+
+def _string(value: object, path: str) -> str | None:
+    """Lab 5.3: An optional string: None when absent or null, else it must be a str."""
+    # BEGIN LAB 5.3
+    if value is not None and not isinstance(value, str):
+        raise InvalidProviderChunk(f"{path} must be a string")
+    return value
+    # END LAB 5.3
+
+
+def _token_count(value: object, path: str) -> int:
+    """Lab 5.3: A non-negative safe integer as a JSON number: 5 or 5.0 → 5; not 5.5, -1, true, 2**53."""
+    # BEGIN LAB 5.3
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)  # JSON has one number type: 5.0 is the safe integer 5
+    if type(value) is not int or not 0 <= value <= MAX_SAFE_INTEGER:  # bool is not a count
+        raise InvalidProviderChunk(f"{path} must be a non-negative safe integer")
+    return value
+    # END LAB 5.3
+
+
+def _usage(value: object) -> PartialUsage | None:
+    """Lab 5.3: usage → PartialUsage holding only the counts present (each a _token_count); None if absent."""
+    # BEGIN LAB 5.3
+    if value is None:
+        return None
+    record = _record(value, "usage")
+    usage: PartialUsage = {}
+    if record.get("prompt_tokens") is not None:
+        usage["input"] = _token_count(record["prompt_tokens"], "usage.prompt_tokens")
+    if record.get("completion_tokens") is not None:
+        usage["output"] = _token_count(record["completion_tokens"], "usage.completion_tokens")
+    if record.get("total_tokens") is not None:
+        usage["total_tokens"] = _token_count(record["total_tokens"], "usage.total_tokens")
+    return usage
+    # END LAB 5.3
+
+
+def _finish_reason(value: object) -> FinishReason | None:
+    """Lab 5.3: None, or one of stop / length / tool_calls; anything else names choices[0].finish_reason."""
+    # BEGIN LAB 5.3
+    if value is None:
+        return None
+    if value not in FINISH_REASONS:
+        shown = json.dumps(value, ensure_ascii=False)
         raise InvalidProviderChunk(f"choices[0].finish_reason {shown} is not one of stop, length, tool_calls")
-    return PayloadParts(chunks, finish_reason, usage)
+    return cast(FinishReason, value)
     # END LAB 5.3
 
 
 def _tool_chunk(item: object, path: str) -> ToolChunk:
-    """Lab 5.3: Narrow one ``tool_calls`` item to a ToolChunk."""
+    """Lab 5.3: One tool_calls item → ToolChunk: index a _token_count; id, function.name/arguments _string."""
     # BEGIN LAB 5.3
-    if not isinstance(item, dict):
-        raise InvalidProviderChunk(f"{path} must be an object")
-    index = _index(item.get("index"), f"{path}.index")
-    if item.get("type") not in (None, "function"):
+    call = _record(item, path)
+    index = _token_count(call.get("index"), f"{path}.index")
+    if call.get("type") not in (None, "function"):
         raise InvalidProviderChunk(f'{path}.type must be "function"')
-    function = item.get("function")
-    if function is None:
-        function = {}
-    elif not isinstance(function, dict):
-        raise InvalidProviderChunk(f"{path}.function must be an object")
-    call_id = _optional_str(item.get("id"), f"{path}.id")
-    name = _optional_str(function.get("name"), f"{path}.function.name")
-    arguments = _optional_str(function.get("arguments"), f"{path}.function.arguments")
+    function = call.get("function")
+    fields = {} if function is None else _record(function, f"{path}.function")
+    call_id = _string(call.get("id"), f"{path}.id")
+    name = _string(fields.get("name"), f"{path}.function.name")
+    arguments = _string(fields.get("arguments"), f"{path}.function.arguments")
     if call_id is None and name is None and arguments is None:
         raise InvalidProviderChunk(f"{path} carries no id, function.name or function.arguments")
     return ToolChunk(index, call_id, name, arguments)
     # END LAB 5.3
 
 
-def _usage(value: object) -> Usage | None:
-    """Lab 5.3: Narrow ``usage`` to Usage: an object of non-negative integer token counts."""
+def parse_payload(raw: object, *, strict: bool = True) -> PayloadParts:
+    """Lab 5.3: One payload → PayloadParts (one choice, index 0); strict=False skips contentless payloads."""
     # BEGIN LAB 5.3
-    if value is None:
-        return None
-    if not isinstance(value, dict):
-        raise InvalidProviderChunk("usage must be an object")
-    counts = [
-        _count(value.get(name), f"usage.{name}")
-        for name in ("prompt_tokens", "completion_tokens", "total_tokens")
-    ]
-    return Usage(*counts)
+    payload = _record(raw, "payload")
+    if payload.get("error") is not None:
+        raise ProviderError(provider_error_message(payload["error"]))
+    choices = payload.get("choices")
+    if not isinstance(choices, list):
+        raise InvalidProviderChunk("choices must be an array")
+    usage = _usage(payload.get("usage"))
+    if not choices:  # an empty choices array carries the trailing usage
+        if usage is None and strict:
+            raise InvalidProviderChunk("choices is empty and the payload carries no usage")
+        return PayloadParts([], None, usage)
+    if len(choices) > 1:
+        raise InvalidProviderChunk(f"choices must hold exactly one choice, got {len(choices)}")
+    choice = _record(choices[0], "choices[0]")
+    if "index" in choice and _token_count(choice["index"], "choices[0].index") != 0:
+        raise InvalidProviderChunk("choices[0].index must be 0: only the first choice is read")
+    if not strict and choice.get("delta") is None and choice.get("finish_reason") is None:
+        return PayloadParts([], None, usage)  # an annotation without content (a content filter's)
+    delta = _record(choice.get("delta"), "choices[0].delta")
+
+    chunks: list[TextChunk | ToolChunk] = []
+    content = _string(delta.get("content"), "choices[0].delta.content")
+    if content:
+        chunks.append(TextChunk(content))
+    tool_calls = delta.get("tool_calls")
+    if tool_calls is not None:
+        if not isinstance(tool_calls, list):
+            raise InvalidProviderChunk("choices[0].delta.tool_calls must be an array")
+        for i, item in enumerate(tool_calls):
+            chunks.append(_tool_chunk(item, f"choices[0].delta.tool_calls[{i}]"))
+    refusal = _string(delta.get("refusal"), "choices[0].delta.refusal")
+    finish_reason = _finish_reason(choice.get("finish_reason"))
+    return PayloadParts(chunks, finish_reason, usage, refusal)
     # END LAB 5.3
 
 
-def _index(value: object, path: str) -> int:
-    if type(value) is not int or value < 0:  # bool is a subclass of int, and not an index
-        raise InvalidProviderChunk(f"{path} must be a non-negative integer")
-    return value
-
-
-def _count(value: object, path: str) -> int:
-    return 0 if value is None else _index(value, path)
-
-
-def _optional_str(value: object, path: str) -> str | None:
-    if value is not None and not isinstance(value, str):
-        raise InvalidProviderChunk(f"{path} must be a string")
-    return value
-
-
-def _provider_error_message(error: object) -> str:
-    if isinstance(error, dict) and isinstance(error.get("message"), str):
-        return str(error["message"])
-    return error if isinstance(error, str) else json.dumps(error, ensure_ascii=False)
-
-
-_scan_once = json.scanner.make_scanner(json.JSONDecoder())  # type: ignore[arg-type]
-
-
-def _loads(data: str) -> object:
-    """``json.loads`` for one payload, minus its per-call whitespace regexes on the common case."""
+def parse_json(data: str) -> object:
+    """``json.loads`` for one payload; text that is not JSON is an invalid provider chunk."""
     try:
-        value, end = _scan_once(data, 0)
-        if end == len(data):
-            return value
-    except (StopIteration, ValueError):
-        pass
-    try:  # surrounding whitespace, or not JSON at all: the full parser decides
         return json.loads(data)
     except ValueError:
-        raise InvalidProviderChunk("data is not valid JSON") from None
+        pass
+    raise InvalidProviderChunk("data is not valid JSON")
 
 
 # --- finish + trailing usage --------------------------------------------------------------------
 
 
-async def iter_provider_chunks(events: AsyncIterable[SSEEvent]) -> AsyncIterator[ProviderChunk]:
-    """Lab 5.3: Validated chunks from SSE events, ending in one :class:`FinishChunk` when a reason came.
-
-    The finish reason and the usage may arrive in different payloads: remember the reason, keep
-    reading, and synthesize the single finish chunk at ``[DONE]`` or at the end of input.
-    """
+async def iter_provider_chunks(
+    events: AsyncIterable[SSEEvent], *, strict: bool = True
+) -> AsyncIterator[ProviderChunk]:
+    """Lab 5.3: parse_payload(parse_json(…)) to [DONE]; finish + usage → 1 FinishChunk; refusal → raise."""
     # BEGIN LAB 5.3
     finish_reason: FinishReason | None = None
-    usage: Usage | None = None
+    usage: PartialUsage = {}
+    refusal = ""
     async for event in events:
-        if event.data == "[DONE]":
+        if event.data.strip() == "[DONE]":
             break
-        parts = parse_payload(_loads(event.data))
+        parts = parse_payload(parse_json(event.data), strict=strict)
         if parts.chunks and finish_reason is not None:
             raise InvalidProviderChunk(f"content arrived after finish_reason {finish_reason!r}")
         for chunk in parts.chunks:
@@ -356,7 +304,12 @@ async def iter_provider_chunks(events: AsyncIterable[SSEEvent]) -> AsyncIterator
                     f"finish_reason changed from {finish_reason!r} to {parts.finish_reason!r}"
                 )
             finish_reason = parts.finish_reason
-        usage = parts.usage or usage
+        if parts.usage is not None:
+            usage.update(parts.usage)  # a later payload overrides only the counts it carries
+        if parts.refusal:
+            refusal += parts.refusal
+    if refusal:
+        raise ProviderRefusal(refusal)  # the course types cannot hold it: never drop it silently
     if finish_reason is not None:
-        yield FinishChunk(finish_reason, usage)
+        yield FinishChunk(finish_reason, Usage(**usage) if usage else None)
     # END LAB 5.3

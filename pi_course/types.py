@@ -36,34 +36,6 @@ class TextContent:
     text: str
     type: ClassVar[Literal["text"]] = "text"
 
-    @classmethod
-    def joined(cls, pieces: list[str]) -> TextContent:
-        """A snapshot of ``"".join(pieces)`` as it is now, built in O(1).
-
-        A streamed reply appends to ``pieces``; each snapshot remembers how many pieces it saw
-        and joins them the first time ``.text`` is read. Emitting an event therefore costs the
-        same at the 80,000th delta as at the first, and ``.text`` is still a plain ``str``.
-        """
-        block = object.__new__(cls)
-        block.__dict__["_pieces"] = (pieces, len(pieces))
-        return block
-
-
-class _JoinOnFirstRead:
-    """Non-data descriptor for ``TextContent.text``; an instance ``__dict__`` value wins."""
-
-    def __get__(self, obj: TextContent | None, owner: type | None = None) -> str:
-        if obj is None:
-            raise AttributeError("text")
-        pieces, count = obj.__dict__.pop("_pieces")
-        value: str = "".join(pieces[:count])
-        obj.__dict__["text"] = value
-        return value
-
-
-# Installed after the dataclass is built, so the dataclass still sees a plain required field.
-setattr(TextContent, "text", _JoinOnFirstRead())  # noqa: B010
-
 
 @dataclass(frozen=True)
 class ToolCall:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import traceback
 from collections.abc import AsyncIterator, Callable
 
@@ -12,9 +13,12 @@ import pytest
 from pi_course import (
     AbortController,
     AgentContext,
+    AssistantMessage,
     OpenAICompatibleModel,
     OpenAICompatibleTransport,
     ProviderTransportError,
+    Usage,
+    text,
     user_message,
 )
 
@@ -24,9 +28,13 @@ KEY = "sk-sweep-7f3a9c1e5b"
 SSE = {"content-type": "text/event-stream"}
 
 
-def transport_for(handler: Callable[[httpx.Request], httpx.Response]) -> OpenAICompatibleTransport:
+def transport_for(
+    handler: Callable[[httpx.Request], httpx.Response], *, strict: bool = True
+) -> OpenAICompatibleTransport:
     client = httpx.AsyncClient(transport=httpx.MockTransport(handler))
-    return OpenAICompatibleTransport(base_url="https://provider.invalid/v1", api_key=KEY, client=client)
+    return OpenAICompatibleTransport(
+        base_url="https://provider.invalid/v1", api_key=KEY, client=client, strict=strict
+    )
 
 
 async def failure_of(transport: OpenAICompatibleTransport) -> ProviderTransportError:
@@ -154,6 +162,7 @@ def leaky_error_paths() -> dict[str, Callable[[httpx.Request], httpx.Response]]:
         "invalid-finish": body(
             200, f'data: {{"choices":[{{"delta":{{}},"finish_reason":"{KEY}"}}]}}\n\n', SSE
         ),
+        "refusal": body(200, f'data: {{"choices":[{{"delta":{{"refusal":"no {KEY}"}}}}]}}\n\n', SSE),
     }
 
 
@@ -170,3 +179,86 @@ async def test_the_key_appears_nowhere_on_any_error_path(path: str) -> None:
     model = OpenAICompatibleModel(provider="p", model="m", transport=transport_for(leaky_error_paths()[path]))
     result = await model.stream(AgentContext([user_message("x")])).result()
     assert result.stop_reason == "error" and KEY not in repr(result)
+
+
+# --- real-provider rules through the whole transport (issue 10) ----------------------------------
+
+
+def sse_body(*payloads: object) -> bytes:
+    return "".join(f"data: {p if isinstance(p, str) else json.dumps(p)}\n\n" for p in payloads).encode()
+
+
+def delta(**fields: object) -> dict[str, object]:
+    return {"choices": [{"index": 0, "delta": fields, "finish_reason": None}]}
+
+
+def finish(reason: str, **extra: object) -> dict[str, object]:
+    return {"choices": [{"index": 0, "delta": {}, "finish_reason": reason}], **extra}
+
+
+async def result_of(raw: bytes, *, strict: bool = True) -> tuple[list[str], AssistantMessage]:
+    transport = transport_for(lambda request: httpx.Response(200, headers=SSE, content=raw), strict=strict)
+    model = OpenAICompatibleModel(provider="p", model="m", transport=transport)
+    stream = model.stream(AgentContext([user_message("x")]))
+    kinds = [event.type async for event in stream]
+    return kinds, await stream.result()
+
+
+AZURE = sse_body(
+    {"choices": [], "id": "", "prompt_filter_results": [{"prompt_index": 0, "content_filter_results": {}}]},
+    delta(role="assistant", content=""),
+    delta(content="Hello"),
+    {"choices": [{"index": 0, "finish_reason": None, "content_filter_results": {}}]},
+    finish("stop"),
+    {"choices": [], "usage": {"prompt_tokens": 4, "completion_tokens": 2, "total_tokens": 6}},
+    "[DONE] ",
+)
+
+
+async def test_strict_is_the_default_and_lenient_reads_an_azure_stream() -> None:
+    kinds, strict = await result_of(AZURE)
+    assert kinds == ["start", "error"]
+    assert strict.error_message == "Invalid provider chunk: choices is empty and the payload carries no usage"
+    kinds, lenient = await result_of(AZURE, strict=False)
+    assert kinds == ["start", "text_delta", "done"]
+    assert (lenient.content, lenient.stop_reason, lenient.usage) == ((text("Hello"),), "stop", Usage(4, 2, 6))
+    assert "strict=False" in repr(transport_for(lambda r: httpx.Response(200), strict=False))
+
+
+async def test_usage_split_over_the_finish_payload_and_the_trailing_one_is_merged() -> None:
+    raw = sse_body(
+        delta(content="hi"),
+        finish("stop", usage={"prompt_tokens": 5}),
+        {"choices": [], "usage": {"completion_tokens": 3.0}},
+        "[DONE]",
+    )
+    _, result = await result_of(raw)
+    assert result.usage == Usage(input=5, output=3, total_tokens=8)
+    assert type(result.usage.output) is int
+
+
+async def test_a_second_choice_is_rejected_with_the_partial_kept() -> None:
+    raw = sse_body(delta(content="one"), {"choices": [{"index": 1, "delta": {"content": "two"}}]})
+    for strict in (True, False):
+        kinds, result = await result_of(raw, strict=strict)
+        assert kinds == ["start", "text_delta", "error"]
+        assert (
+            result.error_message
+            == "Invalid provider chunk: choices[0].index must be 0: only the first choice is read"
+        )
+        assert result.content == (text("one"),)
+
+
+async def test_a_refusal_ends_in_one_error_carrying_its_text_and_the_partial() -> None:
+    raw = sse_body(
+        delta(content="Let me"),
+        delta(refusal="I can't"),
+        delta(refusal=" help."),
+        finish("stop"),
+        "[DONE]",
+    )
+    kinds, result = await result_of(raw)
+    assert kinds == ["start", "text_delta", "error"]
+    assert result.stop_reason == "error"
+    assert result.error_message == "Provider refused: I can't help."
+    assert result.content == (text("Let me"),)

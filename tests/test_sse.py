@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator, Sequence
 
 import pytest
@@ -13,6 +14,7 @@ from pi_course import (
     FinishChunk,
     InvalidProviderChunk,
     ProviderError,
+    SSEDecoder,
     SSEError,
     SSEEvent,
     TextChunk,
@@ -20,7 +22,7 @@ from pi_course import (
     Usage,
     iter_sse_events,
 )
-from pi_course.sse import iter_provider_chunks, parse_payload
+from pi_course.sse import PayloadParts, ProviderRefusal, iter_provider_chunks, parse_payload
 
 pytestmark = pytest.mark.anyio
 
@@ -120,11 +122,16 @@ def choice(**fields: object) -> dict:  # type: ignore[type-arg]
     [
         ([], "payload must be an object"),
         ({"choices": "not-an-array"}, "choices must be an array"),
-        ({"choices": [{}, {}]}, "choices must hold one choice"),
+        ({"choices": [{}, {}]}, "choices must hold exactly one choice, got 2"),
         ({"choices": []}, "choices is empty and the payload carries no usage"),
         ({"choices": [1]}, "choices[0] must be an object"),
-        ({"choices": [{"index": True, "delta": {}}]}, "choices[0].index must be a non-negative integer"),
-        ({"choices": [{"index": -1, "delta": {}}]}, "choices[0].index must be a non-negative integer"),
+        ({"choices": [{"index": True, "delta": {}}]}, "choices[0].index must be a non-negative safe integer"),
+        ({"choices": [{"index": -1, "delta": {}}]}, "choices[0].index must be a non-negative safe integer"),
+        (
+            {"choices": [{"index": 1, "delta": {}}]},
+            "choices[0].index must be 0: only the first choice is read",
+        ),
+        ({"choices": [{"index": 2.0, "delta": {}}]}, "choices[0].index must be 0"),
         ({"choices": [{"delta": []}]}, "choices[0].delta must be an object"),
         ({"choices": [{"delta": {"content": 42}}]}, "choices[0].delta.content must be a string"),
         (choice(delta={"tool_calls": {}}), "choices[0].delta.tool_calls must be an array"),
@@ -149,7 +156,10 @@ def choice(**fields: object) -> dict:  # type: ignore[type-arg]
         (choice(delta={"tool_calls": [{"index": 0}]}), "tool_calls[0] carries no id"),
         (choice(finish_reason="content_filter"), 'finish_reason "content_filter" is not one of'),
         ({**choice(), "usage": []}, "usage must be an object"),
-        ({**choice(), "usage": {"prompt_tokens": -1}}, "usage.prompt_tokens must be a non-negative integer"),
+        (
+            {**choice(), "usage": {"prompt_tokens": -1}},
+            "usage.prompt_tokens must be a non-negative safe integer",
+        ),
         ({**choice(), "usage": {"completion_tokens": "3"}}, "usage.completion_tokens must be"),
     ],
 )
@@ -185,7 +195,7 @@ def test_a_valid_payload_narrows_to_chunks_finish_and_usage() -> None:
         }
     )
     assert parts.chunks == [TextChunk("正在读取"), ToolChunk(0, "call-1", "read", None)]
-    assert (parts.finish_reason, parts.usage) == ("tool_calls", Usage(1, 2, 3))
+    assert (parts.finish_reason, parts.usage) == ("tool_calls", {"input": 1, "output": 2, "total_tokens": 3})
 
 
 def test_a_payload_with_error_carries_the_providers_message() -> None:
@@ -197,12 +207,12 @@ def events(*payloads: object) -> list[SSEEvent]:
     return [SSEEvent(p if isinstance(p, str) else json.dumps(p)) for p in payloads]
 
 
-async def chunks_of(*payloads: object) -> list[object]:
+async def chunks_of(*payloads: object, strict: bool = True) -> list[object]:
     async def source() -> AsyncIterator[SSEEvent]:
         for event in events(*payloads):
             yield event
 
-    return [chunk async for chunk in iter_provider_chunks(source())]
+    return [chunk async for chunk in iter_provider_chunks(source(), strict=strict)]
 
 
 async def test_finish_waits_for_trailing_usage_and_done_ends_reading() -> None:
@@ -224,3 +234,188 @@ async def test_content_after_finish_and_a_changing_finish_are_errors() -> None:
         await chunks_of(choice(finish_reason="stop"), choice(finish_reason="length"))
     with pytest.raises(InvalidProviderChunk, match=r"^Invalid provider chunk: data is not valid JSON$"):
         await chunks_of("{not json")
+
+
+# --- the line buffer -----------------------------------------------------------------------------
+
+
+def test_pending_is_the_line_still_arriving_and_one_read_can_complete_several_events() -> None:
+    decoder = SSEDecoder()
+    assert decoder.feed(b'data: {"a":') == []
+    assert decoder.pending == 'data: {"a":'
+    assert decoder.feed(b"1}\n\ndata: b\n\ndata: c") == [SSEEvent('{"a":1}'), SSEEvent("b")]
+    assert decoder.pending == "data: c"
+    assert decoder.close() == []  # no blank line: the last event is dropped
+    assert decoder.pending == ""
+
+
+# --- safe integers, choice index, usage merge, [DONE], refusals (issue 10 §1) --------------------
+
+
+@pytest.mark.parametrize("count", [5, 5.0, 0, 0.0, 2**53 - 1])
+def test_a_count_is_a_safe_integer_json_number_and_stored_as_int(count: float) -> None:
+    parts = parse_payload({"choices": [], "usage": {"prompt_tokens": count}})
+    assert parts.usage == {"input": int(count)}
+    assert parts.usage is not None and type(parts.usage["input"]) is int
+    tool = parse_payload(choice(delta={"tool_calls": [{"index": count, "id": "c"}]})).chunks[0]
+    assert tool == ToolChunk(int(count), "c") and type(tool.index) is int  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    "count", [5.5, -1, -1.0, True, False, 2**53, 2.0**53, float("inf"), float("nan"), "5"]
+)
+def test_a_count_that_is_not_a_non_negative_safe_integer_is_rejected(count: object) -> None:
+    with pytest.raises(InvalidProviderChunk, match=r"usage\.completion_tokens must be a non-negative safe"):
+        parse_payload({"choices": [], "usage": {"completion_tokens": count}})
+    with pytest.raises(InvalidProviderChunk, match=r"tool_calls\[0\]\.index must be a non-negative safe"):
+        parse_payload(choice(delta={"tool_calls": [{"index": count, "id": "c"}]}))
+
+
+async def test_trailing_usage_is_merged_field_by_field() -> None:
+    finish = {**choice(finish_reason="stop"), "usage": {"prompt_tokens": 5, "completion_tokens": 1}}
+    trailing = {"choices": [], "usage": {"completion_tokens": 3}}
+    assert await chunks_of(finish, trailing, "[DONE]") == [FinishChunk("stop", Usage(5, 3, 0))]
+    # A null count carries nothing; an explicit total is kept.
+    later = {"choices": [], "usage": {"prompt_tokens": None, "total_tokens": 9}}
+    assert await chunks_of(finish, trailing, later) == [FinishChunk("stop", Usage(5, 3, 9))]
+
+
+@pytest.mark.parametrize("done", ["[DONE]", "[DONE] ", " [DONE]", "\t[DONE]  "])
+async def test_done_with_surrounding_whitespace_ends_the_stream(done: str) -> None:
+    raw = f"data: {json.dumps(choice(finish_reason='stop'))}\n\ndata: {done}\n\ndata: not json\n\n".encode()
+    chunks = [chunk async for chunk in iter_provider_chunks(iter_sse_events(reads([raw])))]
+    assert chunks == [FinishChunk("stop")]
+
+
+async def test_a_refusal_ends_the_stream_as_an_error_carrying_its_whole_text() -> None:
+    with pytest.raises(ProviderRefusal, match=r"^Provider refused: I can't help with that\.$") as raised:
+        await chunks_of(
+            choice(delta={"role": "assistant", "content": None, "refusal": None}),
+            choice(delta={"refusal": "I can't"}),
+            choice(delta={"refusal": " help with that."}),
+            choice(finish_reason="stop"),
+            "[DONE]",
+        )
+    assert raised.value.refusal == "I can't help with that."
+    with pytest.raises(InvalidProviderChunk, match=r"choices\[0\]\.delta\.refusal must be a string"):
+        parse_payload(choice(delta={"refusal": ["no"]}))
+
+
+# --- strict=False: payloads that carry nothing the course reads (issue 10 §2) --------------------
+
+AZURE_PROMPT_FILTER = {
+    "choices": [],
+    "created": 0,
+    "id": "",
+    "model": "",
+    "object": "",
+    "prompt_filter_results": [
+        {"prompt_index": 0, "content_filter_results": {"hate": {"filtered": False, "severity": "safe"}}}
+    ],
+}
+AZURE_ANNOTATION = {
+    "choices": [
+        {
+            "content_filter_offsets": {"check_offset": 0, "start_offset": 0, "end_offset": 12},
+            "content_filter_results": {"hate": {"filtered": False, "severity": "safe"}},
+            "finish_reason": None,
+            "index": 0,
+        }
+    ],
+    "created": 1,
+    "id": "chatcmpl-1",
+    "model": "gpt-4o",
+    "object": "chat.completion.chunk",
+}
+OPENAI_MODERATION = {"choices": [], "moderation": {"flagged": False}, "usage": None}
+
+
+def azure_stream() -> list[object]:
+    envelope = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4o"}
+
+    def chunk(delta: dict, finish: str | None = None) -> dict:  # type: ignore[type-arg]
+        return {**envelope, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    return [
+        AZURE_PROMPT_FILTER,
+        chunk({"role": "assistant", "content": ""}),
+        chunk({"content": "Hello"}),
+        chunk({"content": " world"}),
+        AZURE_ANNOTATION,
+        chunk({}, "stop"),
+        {**envelope, "choices": [], "usage": {"prompt_tokens": 4, "completion_tokens": 2, "total_tokens": 6}},
+        OPENAI_MODERATION,
+        "[DONE]",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [
+        (AZURE_PROMPT_FILTER, "choices is empty and the payload carries no usage"),
+        (OPENAI_MODERATION, "choices is empty and the payload carries no usage"),
+        (AZURE_ANNOTATION, "choices[0].delta must be an object"),
+    ],
+)
+def test_strict_rejects_contentless_payloads_and_lenient_skips_exactly_them(
+    payload: object, message: str
+) -> None:
+    with pytest.raises(InvalidProviderChunk, match=re.escape(message)):
+        parse_payload(payload)
+    assert parse_payload(payload, strict=False) == PayloadParts([], None, None)
+
+
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [
+        (
+            choice(delta={"content": [{"type": "text", "text": "hi"}]}),
+            "choices[0].delta.content must be a string",
+        ),
+        (
+            choice(delta={"tool_calls": [{"id": "c", "function": {"name": "read"}}]}),
+            "choices[0].delta.tool_calls[0].index must be a non-negative safe integer",
+        ),
+        (choice(finish_reason="content_filter"), 'choices[0].finish_reason "content_filter" is not one of'),
+        ({"choices": [{"index": 1, "delta": {"content": "b"}}]}, "choices[0].index must be 0"),
+        ({"choices": [{"index": 1}]}, "choices[0].index must be 0"),
+        ({"choices": [{"delta": {}}, {"delta": {}}]}, "choices must hold exactly one choice"),
+        ({"choices": {}}, "choices must be an array"),
+        ({"choices": [{"delta": 1, "finish_reason": None}]}, "choices[0].delta must be an object"),
+        ({"choices": [{"finish_reason": "stop"}]}, "choices[0].delta must be an object"),
+        ({"choices": [], "usage": {"prompt_tokens": 1.5}}, "usage.prompt_tokens must be"),
+    ],
+)
+def test_lenient_mode_keeps_every_other_rejection(payload: object, message: str) -> None:
+    for strict in (True, False):
+        with pytest.raises(InvalidProviderChunk, match=re.escape(message)):
+            parse_payload(payload, strict=strict)
+
+
+async def test_an_azure_stream_is_rejected_strictly_and_read_leniently_like_the_openai_client() -> None:
+    with pytest.raises(InvalidProviderChunk, match="choices is empty"):
+        await chunks_of(*azure_stream())
+    lenient = await chunks_of(*azure_stream(), strict=False)
+    assert lenient == [TextChunk("Hello"), TextChunk(" world"), FinishChunk("stop", Usage(4, 2, 6))]
+
+    # The official client's decoder and chunk types reading the same bytes (its stream state
+    # helper cannot take the annotation chunk: it has no delta).
+    from openai._models import construct_type
+    from openai._streaming import SSEDecoder as OpenAIDecoder
+    from openai.types.chat import ChatCompletionChunk
+
+    raw = "".join(f"data: {e.data}\n\n" for e in events(*azure_stream())).encode()
+    text, finish, usage = "", None, None
+    for sse_event in OpenAIDecoder().iter_bytes(iter([raw])):
+        if sse_event.data == "[DONE]":
+            break
+        chunk = construct_type(type_=ChatCompletionChunk, value=sse_event.json())
+        assert isinstance(chunk, ChatCompletionChunk)
+        for item in chunk.choices:
+            text += (item.delta.content or "") if item.delta else ""
+            finish = item.finish_reason or finish
+        usage = chunk.usage or usage
+    assert lenient[:-1] == [TextChunk("Hello"), TextChunk(" world")] and text == "Hello world"
+    assert finish == lenient[-1].reason  # type: ignore[union-attr]
+    assert usage is not None
+    assert Usage(usage.prompt_tokens, usage.completion_tokens, usage.total_tokens) == lenient[-1].usage  # type: ignore[union-attr]

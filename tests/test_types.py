@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import dataclasses
 import pickle
 import threading
 
@@ -56,17 +57,15 @@ def test_helpers() -> None:
     assert text_of(message) == "a\nb"
 
 
-def test_joined_text_snapshot_is_a_plain_equal_str_and_does_not_see_later_pieces() -> None:
-    pieces = ["先", "读"]
-    snapshot = TextContent.joined(pieces)
-    pieces.append("，再查")
-    later = TextContent.joined(pieces)
-    assert snapshot == TextContent("先读") and later == TextContent("先读，再查")
-    assert type(snapshot.text) is str
-    assert repr(snapshot) == "TextContent(text='先读')"
-    assert hash(snapshot) == hash(TextContent("先读"))
-    assert pickle.loads(pickle.dumps(later)) == later
-    assert copy.deepcopy(TextContent.joined(["x"])) == TextContent("x")
+def test_with_content_is_replace_for_streaming_snapshots() -> None:
+    base = assistant_message([text("a")], timestamp=5)
+    content = [text("先读"), ToolCall("c", "n", "{", "{")]
+    snapshot = base.with_content(tuple(content))
+    content.append(text("later"))
+    assert snapshot == dataclasses.replace(base, content=(text("先读"), ToolCall("c", "n", "{", "{")))
+    assert base.content == (text("a"),)
+    assert pickle.loads(pickle.dumps(snapshot)) == snapshot
+    assert copy.deepcopy(snapshot) == snapshot
 
 
 async def test_model_stream_result_drains_and_is_the_terminal_message() -> None:

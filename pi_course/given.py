@@ -1,0 +1,156 @@
+"""Given code, not the lesson: the rules chapter 05 relies on but does not teach.
+
+The lab regions in ``sse.py`` and ``http.py`` call these helpers; a practice copy keeps them
+as they are. What each one does is standard behaviour the chapter takes for granted:
+
+- :class:`SSEText`: bytes → text, as the chapter's ``TextDecoder`` with ``{ stream: true }``,
+  plus the event-stream rules for one leading BOM and for every line ending (CRLF, LF, a lone
+  CR, also when CR and LF arrive in different reads), so that lines only ever end in ``"\\n"``.
+- :class:`SSEFields`: the event-stream fields other than ``data:`` (comments, ``event``,
+  ``id``, ``retry``, unknown names) and building the dispatched :class:`SSEEvent`.
+- :func:`check_event_size`: a bound on an event that never ends (:class:`SSEError`).
+- :class:`AbortRace`: awaits one step at a time against the abort signal, so ``abort()`` ends
+  even a read that is blocked waiting for bytes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import json
+from collections.abc import AsyncIterator, Awaitable
+from contextlib import suppress
+from typing import NamedTuple, TypeVar
+
+from .types import AbortError, AbortSignal
+
+T = TypeVar("T")
+
+DEFAULT_MAX_EVENT_SIZE = 16 * 1024 * 1024
+
+
+class SSEEvent(NamedTuple):
+    """One dispatched event (a named tuple: one is built per token, so it must be cheap)."""
+
+    data: str
+    event: str = "message"
+    id: str = ""
+
+
+class SSEError(Exception):
+    """The byte stream cannot be framed (an event larger than the configured bound)."""
+
+
+class SSEText:
+    """Network reads → text whose lines all end in ``"\\n"`` (UTF-8, BOM, CR, CRLF handled)."""
+
+    def __init__(self) -> None:
+        self._utf8 = codecs.getincrementaldecoder("utf-8")("replace")
+        self._at_start = True
+        self._held_cr = False  # a CR at the end of a read may be the first half of a CRLF
+
+    def decode(self, chunk: bytes, *, final: bool = False) -> str:
+        """The text of one read; a character or CRLF cut by the read boundary waits for the next.
+
+        ``final=True`` at the end of input: whatever was held back is returned now.
+        """
+        text = self._utf8.decode(chunk, final)
+        if self._at_start and text:
+            self._at_start = False
+            if text[0] == "\ufeff":
+                text = text[1:]
+        if self._held_cr:
+            text = "\r" + text
+            self._held_cr = False
+        if "\r" in text:
+            if text[-1] == "\r" and not final:
+                text, self._held_cr = text[:-1], True
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        return text
+
+
+class SSEFields:
+    """The event-stream fields besides ``data: …``, and the event a blank line dispatches."""
+
+    def __init__(self) -> None:
+        self.event_type = ""
+        self.last_id = ""
+
+    def add(self, line: str, data: list[str]) -> None:
+        """Apply one non-blank line that is not ``data:``; a bare ``data`` line appends ``""``."""
+        if line[0] == ":":
+            return  # a comment
+        name, colon, value = line.partition(":")
+        if colon and value[:1] == " ":
+            value = value[1:]
+        if name == "data":
+            data.append(value)
+        elif name == "event":
+            self.event_type = value
+        elif name == "id" and "\0" not in value:
+            self.last_id = value
+        # retry and unknown field names are ignored
+
+    def dispatch(self, data: list[str]) -> SSEEvent | None:
+        """At a blank line: the event made of ``data`` (``None`` when no data line came)."""
+        event_type, self.event_type = self.event_type or "message", ""
+        if not data:
+            return None
+        return SSEEvent("\n".join(data), event_type, self.last_id)
+
+
+def check_event_size(pending: str, data: list[str], limit: int) -> None:
+    """Raise :class:`SSEError` when the event still arriving is longer than ``limit`` characters."""
+    if len(pending) + sum(map(len, data)) > limit:
+        raise SSEError(f"SSE event exceeds {limit} characters without a blank line")
+
+
+def provider_error_message(error: object) -> str:
+    """The text of an in-stream ``error`` field: its ``message`` when it has one."""
+    if isinstance(error, dict) and isinstance(error.get("message"), str):
+        return str(error["message"])
+    return error if isinstance(error, str) else json.dumps(error, ensure_ascii=False)
+
+
+class AbortRace:
+    """Races each awaited step against the signal, so abort() ends even a read that blocks.
+
+    ``await race.run(step)`` raises :class:`AbortError` when the signal fires first (the step is
+    cancelled); ``race.iterate(reads)`` does that for every read of an async iterator;
+    ``race.close()`` releases the waiter once the request is over.
+    """
+
+    def __init__(self, signal: AbortSignal | None) -> None:
+        self.signal = signal
+        self._waiter: asyncio.Future[None] | None = None
+
+    async def run(self, step: Awaitable[T]) -> T:
+        if self.signal is None:
+            return await step
+        if self._waiter is None:
+            self._waiter = asyncio.ensure_future(self.signal.wait())
+        task = asyncio.ensure_future(step)
+        try:
+            await asyncio.wait((task, self._waiter), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if not task.done():  # the abort won, or our own task is being cancelled
+                task.cancel()
+                with suppress(asyncio.CancelledError, Exception):
+                    await task
+        if self.signal.aborted and (task.cancelled() or task.exception() is not None):
+            raise AbortError()
+        return task.result()
+
+    async def iterate(self, reads: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+        while True:
+            if self.signal is not None and self.signal.aborted:
+                raise AbortError()
+            try:
+                chunk = await self.run(anext(reads))
+            except StopAsyncIteration:
+                return
+            yield chunk
+
+    def close(self) -> None:
+        if self._waiter is not None:
+            self._waiter.cancel()
