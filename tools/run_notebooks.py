@@ -1,7 +1,8 @@
 """Execute notebooks top to bottom in place and save real outputs plus widget state.
 
 ``make notebooks`` runs this. Each notebook gets a fresh python3 kernel started in its own
-folder, exactly as nbval and JupyterLab run it.
+folder, exactly as nbval and JupyterLab run it. Each code cell's readable outputs are also kept in
+its metadata: a practice copy strips the outputs and shows these where a step is still missing.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
+
+from pi_course.notebook.lesson import store_expected
 
 
 def execute(path: Path) -> float:
@@ -26,6 +29,7 @@ def execute(path: Path) -> float:
         store_widget_state=True,
     )
     client.execute()
+    store_expected(notebook)  # a practice copy strips outputs and shows these as 预期输出
     nbformat.write(notebook, path)
     return time.perf_counter() - start
 

@@ -1,0 +1,145 @@
+"""05-5's experiment: make an adapter take the Provider index as its content slot, without its source.
+
+Whatever the adapter looks like, the slot of a new tool is "how many blocks content already
+holds", so it calls ``len(content)`` while a tool chunk is being handled. The experiment shadows
+``len`` inside ``pi_course.adapter`` for the duration: during a tool chunk, the length of a list of
+content blocks is reported as that chunk's Provider ``index``. That is exactly the chapter's
+mistake ``content_index = chunk.index``, applied to the learner's own code. The focused tests see
+it through a scratch copy whose ``conftest.py`` switches it on; the package on disk is untouched.
+"""
+
+from __future__ import annotations
+
+import builtins
+import importlib
+import shutil
+import tempfile
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+FIRED_MARK = "confused-len-fired"
+
+
+@dataclass
+class _State:
+    current: object = None  # the chunk the adapter is handling right now
+    fired: bool = False  # the confused len() changed at least one answer
+    marker: Path | None = None
+
+
+_state = _State()
+
+
+def _is_content(value: object) -> bool:
+    return isinstance(value, list | tuple) and all(
+        getattr(block, "type", None) in ("text", "toolCall") for block in value
+    )
+
+
+def confused_len(value: Any) -> int:
+    """``len``, except that a content list measured during a tool chunk answers the chunk's index."""
+    chunk = _state.current
+    if getattr(chunk, "type", None) == "tool" and _is_content(value):
+        index: int = chunk.index  # type: ignore[attr-defined]
+        if index != builtins.len(value) and not _state.fired:
+            _state.fired = True
+            if _state.marker is not None:
+                _state.marker.write_text("fired\n", encoding="utf-8")
+        return index
+    return builtins.len(value)
+
+
+class Watched:
+    """A transport wrapper that tells ``confused_len`` which chunk the adapter is handling."""
+
+    def __init__(self, transport: Any) -> None:
+        self.transport = transport
+
+    async def stream(self, request: Any, *, signal: Any = None) -> AsyncIterator[Any]:
+        try:
+            async for chunk in self.transport.stream(request, signal=signal):
+                _state.current = chunk
+                yield chunk
+        finally:
+            _state.current = None
+
+
+def _patch() -> Callable[[], None]:
+    adapter = importlib.import_module("pi_course.adapter")
+    missing = object()
+    previous = adapter.__dict__.get("len", missing)
+    adapter.len = confused_len  # type: ignore[attr-defined]
+
+    def restore() -> None:
+        if previous is missing:
+            del adapter.len
+        else:
+            adapter.len = previous  # type: ignore[attr-defined]
+
+    return restore
+
+
+@contextmanager
+def confused_indexes() -> Iterator[_State]:
+    """Inside the block, ``pi_course.adapter`` confuses the two indexes (use :class:`Watched`)."""
+    _state.fired = False
+    restore = _patch()
+    try:
+        yield _state
+    finally:
+        restore()
+
+
+def enable_for_tests(marker: Path) -> None:
+    """For the scratch copy's ``conftest.py``: every ``fixed_transport`` is watched from now on."""
+    package = importlib.import_module("pi_course")
+    adapter = importlib.import_module("pi_course.adapter")
+    original = adapter.fixed_transport
+
+    def watched_fixed_transport(chunks: Any) -> Watched:
+        return Watched(original(chunks))
+
+    package.fixed_transport = watched_fixed_transport  # type: ignore[attr-defined]
+    adapter.fixed_transport = watched_fixed_transport  # type: ignore[attr-defined]
+    _state.marker = marker
+    _patch()
+
+
+_CONFTEST_TAIL = """
+
+# 05-5：让 adapter 把 Provider index 当成 content 槽位（只在这个临时副本里）
+from pathlib import Path as _Path
+
+from pi_course.notebook.breakit import FIRED_MARK as _MARK, enable_for_tests as _enable
+
+_enable(_Path(__file__).parent.parent / _MARK)
+"""
+
+
+class ScratchCopy:
+    """A temporary copy of this tree's ``pi_course`` and focused tests, with the mistake switched on."""
+
+    def __init__(self, root: Path) -> None:
+        self.path = Path(tempfile.mkdtemp(prefix="pi-course-break-it-"))
+        ignore = shutil.ignore_patterns("__pycache__")
+        shutil.copytree(root / "pi_course", self.path / "pi_course", ignore=ignore)
+        tests = root / "tests" if (root / "tests").is_dir() else root / "pi_course" / "_course" / "tests"
+        (self.path / "tests").mkdir()
+        for name in ("test_05_provider_adapter.py", "conftest.py"):
+            shutil.copyfile(tests / name, self.path / "tests" / name)
+        conftest = self.path / "tests" / "conftest.py"
+        conftest.write_text(conftest.read_text(encoding="utf-8") + _CONFTEST_TAIL, encoding="utf-8")
+
+    @property
+    def fired(self) -> bool:
+        """Whether the tests' adapter ever measured content during a tool chunk."""
+        return (self.path / FIRED_MARK).exists()
+
+    def remove(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
+
+    def __repr__(self) -> str:
+        return "ScratchCopy(pi_course + 聚焦测试，混淆两种 index)"

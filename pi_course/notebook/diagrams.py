@@ -1,0 +1,158 @@
+"""Two pictures for the notebooks, as inline SVG coloured with JupyterLab's theme variables.
+
+Each diagram is an object whose HTML form is the SVG (light and dark theme alike, readable at
+normal zoom) and whose plain-text form is the same picture in ASCII, for any other frontend.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from html import escape
+
+_FONT = "font-family:var(--jp-ui-font-family, sans-serif)"
+_MONO = "font-family:var(--jp-code-font-family, monospace)"
+_TEXT = "fill:var(--jp-ui-font-color1, #1f1f1f)"
+_MUTED = "fill:var(--jp-ui-font-color2, #555)"
+_BOX = "fill:var(--jp-layout-color2, #f2f2f2);stroke:var(--jp-border-color1, #999);stroke-width:1.5"
+_OUT = "var(--jp-brand-color1, #1976d2)"
+_BACK = "var(--jp-warn-color1, #e65100)"
+
+
+@dataclass(frozen=True)
+class Diagram:
+    svg: str
+    text: str
+
+    def _repr_html_(self) -> str:
+        return self.svg
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def _svg(width: int, height: int, title: str, body: list[str]) -> str:
+    markers = "".join(
+        f'<marker id="pi-arrow-{name}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="11" '
+        f'markerHeight="11" markerUnits="userSpaceOnUse" orient="auto-start-reverse">'
+        f'<path d="M0,0 L10,5 L0,10 z" style="fill:{colour}"/>'
+        "</marker>"
+        for name, colour in (("out", _OUT), ("back", _BACK))
+    )
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title)}" '
+        f'style="max-width:100%;height:auto"><defs>{markers}</defs>{"".join(body)}</svg>'
+    )
+
+
+def _box(x: int, y: int, w: int, h: int, lines: list[str], mono_from: int = 1) -> str:
+    parts = [f'<rect x="{x}" y="{y}" width="{w}" height="{h}" rx="8" style="{_BOX}"/>']
+    top = y + h / 2 - (len(lines) - 1) * 10 + 5
+    for number, line in enumerate(lines):
+        style = (
+            f"{_TEXT};{_MONO};font-size:13px" if number >= mono_from else f"{_TEXT};{_FONT};font-size:14px"
+        )
+        weight = ";font-weight:bold" if number < mono_from else ""
+        parts.append(
+            f'<text x="{x + w / 2}" y="{top + number * 20}" text-anchor="middle" style="{style}{weight}">'
+            f"{escape(line)}</text>"
+        )
+    return "".join(parts)
+
+
+def _arrow(
+    x1: float, y1: float, x2: float, y2: float, kind: str, label: str = "", below: bool = False
+) -> str:
+    """An arrow; ``label`` may hold two lines ("05-1\\n出站转换"), set above it (or below)."""
+    colour = _OUT if kind == "out" else _BACK
+    parts = [
+        f'<line x1="{x1}" y1="{y1}" x2="{x2}" y2="{y2}" style="stroke:{colour};stroke-width:2.5" '
+        f'marker-end="url(#pi-arrow-{kind})"/>'
+    ]
+    lines = label.split("\n") if label else []
+    for number, text in enumerate(lines):
+        offset = 20 + 16 * number if below else -10 - 16 * (len(lines) - 1 - number)
+        weight = ";font-weight:bold" if text.startswith("05-") else ""
+        parts.append(
+            f'<text x="{(x1 + x2) / 2}" y="{(y1 + y2) / 2 + offset}" text-anchor="middle" '
+            f'style="{_MUTED};{_FONT};font-size:12px{weight}">{escape(text)}</text>'
+        )
+    return "".join(parts)
+
+
+def _heading(x: int, y: int, text: str, colour: str) -> str:
+    style = f"{_FONT};font-size:15px;font-weight:bold;fill:{colour}"
+    return f'<text x="{x}" y="{y}" style="{style}">{escape(text)}</text>'
+
+
+def overview() -> Diagram:
+    """Both directions of the chapter's call: outbound on top, the reply coming back below."""
+    w, h, top, bottom, bw, bh = 1000, 300, 50, 200, 150, 64
+    xs = [20, 240, 460, 680]
+    px = 890
+    body = [
+        _heading(20, 28, "发送方向 →", _OUT),
+        _heading(20, h - 12, "← 返回方向", _BACK),
+        _box(xs[0], top, bw, bh, ["AgentContext", "“读取 README.md”"]),
+        _box(xs[1], top, bw, bh, ["ProviderRequest", "messages + tools"]),
+        _box(xs[2], top, bw, bh, ["HTTP 请求", "POST + Bearer key"]),
+        _box(px, top, 90, bottom + bh - top, ["Provider", "", "call-1", "index 0"], mono_from=2),
+        _box(xs[3], bottom, bw, bh, ["SSE 字节流", "data: {…}"]),
+        _box(xs[2], bottom, bw, bh, ["ProviderChunk", "tool · index 0"]),
+        _box(xs[1], bottom, bw, bh, ["ModelEvent", "content_index 0"]),
+        _box(xs[0], bottom, bw, bh, ["AssistantMessage", "toolCall call-1"]),
+        _arrow(xs[0] + bw, top + bh / 2, xs[1], top + bh / 2, "out", "05-1\n出站转换"),
+        _arrow(xs[1] + bw, top + bh / 2, xs[2], top + bh / 2, "out", "05-4\n请求形状"),
+        _arrow(xs[2] + bw, top + bh / 2, px, top + bh / 2, "out", "05-4\ntransport 发出"),
+        _arrow(px, bottom + bh / 2, xs[3] + bw, bottom + bh / 2, "back", "读取", below=True),
+        _arrow(xs[3], bottom + bh / 2, xs[2] + bw, bottom + bh / 2, "back", "05-3\n分帧+检查", below=True),
+        _arrow(xs[2], bottom + bh / 2, xs[1] + bw, bottom + bh / 2, "back", "05-2\nadapter", below=True),
+        _arrow(xs[1], bottom + bh / 2, xs[0] + bw, bottom + bh / 2, "back", "累积", below=True),
+        f'<text x="450" y="{(top + bh + bottom) / 2 + 5}" text-anchor="middle" '
+        f'style="{_MUTED};{_FONT};font-size:13px">'
+        "transport：HTTP、SSE、外部 JSON　｜　adapter：只读 ProviderChunk</text>",
+    ]
+    text = "\n".join(
+        [
+            "发送方向 →",
+            "AgentContext(读取 README.md) ─05-1─▶ ProviderRequest ─05-4─▶ HTTP 请求 ─▶ Provider",
+            "                                                                       │",
+            "AssistantMessage(call-1) ◀─ ModelEvent(content_index 0) ◀─05-2─ ProviderChunk(index 0)"
+            " ◀─05-3─ SSE 字节流",
+            "← 返回方向",
+        ]
+    )
+    return Diagram(_svg(w, h, "第 05 章全景：发送方向与返回方向", body), text)
+
+
+def sse_layers() -> Diagram:
+    """The layering of 05-3: network reads → text lines → SSE payload → ProviderChunk."""
+    w, h, bw, bh, gap = 980, 430, 190, 64, 46
+    layers = [
+        ("网络读取", "bytes，切在哪都行", 'read #1 …"id":"call-   read #2 1",…}\\n\\n'),
+        ("文本行", "遇到 \\n 才取出一行", 'data: {"choices":[…]}   以及一个空行 ""'),
+        ("SSE payload", "空行结束一组 data", '{"choices":[{"index":0,"delta":{"tool_calls":[…]}}]}'),
+        ("ProviderChunk", "检查过的小对象", "ToolChunk(index=0, id='call-1', name='read', …)"),
+    ]
+    steps = ["增量 UTF-8 解码，追加进 buffer", "data: 行攒起来，空行时分发", "json.loads + 逐层字段检查"]
+    body = []
+    for number, (name, note, example) in enumerate(layers):
+        y = 20 + number * (bh + gap)
+        body.append(_box(20, y, bw, bh, [name, note]))
+        body.append(
+            f'<text x="{40 + bw}" y="{y + bh / 2 + 5}" style="{_TEXT};{_MONO};font-size:13px">'
+            f"{escape(example)}</text>"
+        )
+        if number < len(steps):
+            body.append(_arrow(20 + bw / 2, y + bh, 20 + bw / 2, y + bh + gap, "back"))
+            body.append(
+                f'<text x="{30 + bw / 2}" y="{y + bh + gap / 2 + 5}" style="{_MUTED};{_FONT};font-size:13px">'
+                f"{escape(steps[number])}</text>"
+            )
+    text = "\n".join(
+        line
+        for number, (name, note, example) in enumerate(layers)
+        for line in [f"{name:<14} {example}"]
+        + ([f"   │ {steps[number]}", "   ▼"] if number < len(steps) else [])
+    )
+    return Diagram(_svg(w, h, "SSE 的分层：网络读取、文本行、payload、ProviderChunk", body), text)

@@ -1,0 +1,218 @@
+"""Notebooks that run at every stage of a practice copy.
+
+``begin()`` (the first cell of every notebook) installs an IPython exception handler. When a cell
+needs a practice step that is not written yet — a stub raises ``NotImplementedError("Lab 5.x …
+尚未实现")``, or ``ToolDefinition`` cannot be imported before 5.1 — the cell prints one line naming
+the step and shows the output it will produce, taken from the reference run: ``tools/
+run_notebooks.py`` stores each code cell's outputs in its metadata (``pi_course.expected``), and a
+practice copy strips the outputs but keeps the metadata. The cell then counts as finished, so Run
+All goes on. Any other exception is shown as the usual traceback.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..types import AssistantMessage, ModelEvent
+from .display import describe_event
+
+STEP_NAMES = {
+    "5.1": ("类型与出站转换", "pi_course/types.py、pi_course/outbound.py"),
+    "5.2": ("normalized transport 状态机", "pi_course/adapter.py"),
+    "5.3": ("SSE 与 unknown 边界", "pi_course/sse.py、pi_course/http.py"),
+    "5.4": ("fetch transport 与密钥脱敏", "pi_course/http.py"),
+}
+METADATA_KEY = "pi_course"
+_STUB = re.compile(r"Lab (5\.[1-4])\b.*尚未实现")
+
+
+class StepNotDone(NotImplementedError):
+    """A stream ended on a practice stub: the cell needs that step first."""
+
+
+def missing_step(error: BaseException) -> str | None:
+    """The practice step whose absence raised ``error``, if that is what it is."""
+    message = str(error)
+    found = _STUB.search(message)
+    if found and isinstance(error, NotImplementedError):
+        return found.group(1)
+    if isinstance(error, ImportError) and "ToolDefinition" in message:
+        return "5.1"
+    if isinstance(error, TypeError) and "'tools'" in message:  # AgentContext without `tools`
+        return "5.1"
+    return None
+
+
+def show_events(events: Sequence[ModelEvent]) -> None:
+    """Print one line per event; a stream that ended on a practice stub names the step instead."""
+    last = events[-1] if events else None
+    if last is not None and last.type == "error":
+        found = _STUB.search(last.error.error_message or "")
+        if found:
+            raise StepNotDone(last.error.error_message)
+    for event in events:
+        print(describe_event(event))
+
+
+# --- the reference outputs a practice copy shows ---------------------------------------------------
+
+
+def expected_outputs(outputs: Iterable[Mapping[str, Any]]) -> list[dict[str, str]]:
+    """The parts of a code cell's outputs a learner can read without the kernel (text and HTML)."""
+    kept: list[dict[str, str]] = []
+    for output in outputs:
+        if output.get("output_type") == "stream" and output.get("name") == "stdout":
+            kept.append({"text/plain": _joined(output.get("text", ""))})
+        elif output.get("output_type") in ("execute_result", "display_data"):
+            data = output.get("data", {})
+            item = {mime: _joined(data[mime]) for mime in ("text/plain", "text/html") if mime in data}
+            if item:
+                kept.append(item)
+    return kept
+
+
+def _joined(value: str | list[str]) -> str:
+    return value if isinstance(value, str) else "".join(value)
+
+
+def store_expected(notebook: dict[str, Any]) -> None:
+    """Copy every code cell's readable outputs into its metadata (the reference run does this)."""
+    for cell in notebook["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        metadata = cell.setdefault("metadata", {})
+        expected = expected_outputs(cell.get("outputs", []))
+        if expected:
+            metadata[METADATA_KEY] = {"expected": expected}
+        else:
+            metadata.pop(METADATA_KEY, None)
+
+
+def _source(cell: Mapping[str, Any]) -> str:
+    return _joined(cell.get("source", "")).strip()
+
+
+def find_expected(source: str, folder: Path, preferred: str | None = None) -> list[dict[str, str]] | None:
+    """The stored reference outputs of the cell with this source, looked up in ``folder``'s notebooks."""
+    paths = sorted(folder.glob("*.ipynb"))
+    if preferred:
+        paths.sort(key=lambda path: path.name != Path(preferred).name)
+    wanted = source.strip()
+    for path in paths:
+        try:
+            cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        except (OSError, ValueError, KeyError):
+            continue
+        for cell in cells:
+            if cell.get("cell_type") == "code" and _source(cell) == wanted:
+                stored = cell.get("metadata", {}).get(METADATA_KEY, {}).get("expected")
+                return list(stored) if stored else None
+    return None
+
+
+def _step_line(step: str, cascade: bool) -> str:
+    label, files = STEP_NAMES[step]
+    if cascade:
+        return f"需要先完成实践 {step}（{label}）：前面的格子因此没有算出结果，这一格用到了它们。"
+    return f"需要先完成实践 {step}（{label}）：{files} 里还是占位实现。"
+
+
+def expected_bundle(expected: Sequence[Mapping[str, str]] | None) -> dict[str, str]:
+    """预期输出 as a display bundle: plain text for any frontend, a labelled box for JupyterLab."""
+    if not expected:
+        note = "（这一格改动过，找不到参考实现的输出。）"
+        return {"text/plain": f"预期输出：{note}", "text/html": f"<p><b>预期输出</b>{html.escape(note)}</p>"}
+    plain = "\n".join(item.get("text/plain", "").rstrip("\n") for item in expected)
+    parts = []
+    for item in expected:
+        if "text/html" in item:
+            parts.append(item["text/html"])
+        else:
+            parts.append(f'<pre style="margin:0">{html.escape(item.get("text/plain", ""))}</pre>')
+    box = (
+        '<div style="border-left:4px solid var(--jp-warn-color1, #f0a000);padding:4px 10px;'
+        'background:var(--jp-layout-color2, transparent);color:var(--jp-ui-font-color1, inherit)">'
+        '<div style="font-weight:bold;margin-bottom:4px">预期输出（参考实现的真实输出）</div>'
+        f"{''.join(parts)}</div>"
+    )
+    return {"text/plain": "预期输出：\n" + plain, "text/html": box}
+
+
+# --- the IPython side ----------------------------------------------------------------------------
+
+
+@dataclass
+class _Session:
+    source: str = ""
+    missing: list[str] = field(default_factory=list)  # steps this kernel has met, in order
+    handled: bool = False
+
+
+_session = _Session()
+
+
+def begin() -> None:
+    """Install the practice-stage handler in the running IPython kernel (idempotent)."""
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    if shell is None:
+        return
+    _session.missing.clear()
+    for name, hook in (("pre_run_cell", _before), ("post_run_cell", _after)):
+        for registered in list(shell.events.callbacks[name]):
+            if getattr(registered, "__name__", "") == hook.__name__ and registered.__module__ == __name__:
+                shell.events.unregister(name, registered)
+        shell.events.register(name, hook)
+    shell.set_custom_exc((Exception,), _handler)
+
+
+def _before(info: Any) -> None:
+    _session.source = getattr(info, "raw_cell", "") or ""
+    _session.handled = False
+
+
+def _after(result: Any) -> None:
+    if _session.handled:
+        result.error_in_exec = None  # the cell said what it needs: Run All goes on
+        _session.handled = False
+
+
+def _handler(
+    shell: Any, etype: type[BaseException], value: BaseException, tb: Any, tb_offset: Any = None
+) -> None:
+    step = missing_step(value)
+    cascade = step is None and isinstance(value, NameError) and bool(_session.missing)
+    if step is None and not cascade:
+        shell.showtraceback((etype, value, tb), tb_offset=tb_offset)
+        return None
+    if step is None:
+        step = _session.missing[0]
+    elif step not in _session.missing:
+        _session.missing.append(step)
+    from IPython import display as ipython_display
+
+    display: Callable[..., Any] = ipython_display.display
+    print(_step_line(step, cascade))
+    notebook = shell.user_ns.get("__session__") or os.environ.get("JPY_SESSION_NAME")
+    expected = find_expected(_session.source, Path.cwd(), notebook if isinstance(notebook, str) else None)
+    display(expected_bundle(expected), raw=True)
+    _session.handled = True
+    return None
+
+
+def final_message(events: Sequence[ModelEvent]) -> AssistantMessage:
+    """The message the terminal event carries, ``done`` or ``error`` alike."""
+    last = events[-1]
+    if last.type == "done":
+        return last.message
+    if last.type == "error":
+        return last.error
+    raise ValueError(f"the stream has not ended: its last event is {last.type}")
