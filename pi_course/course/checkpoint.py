@@ -380,7 +380,9 @@ def report_lines(report: Report, steps: tuple[Step, ...]) -> list[str]:
         lines.append(f"第 05 章聚焦测试：{report.total}/{CHAPTER_TOTAL}")
     if report.beyond_note is not None:
         lines.append(report.beyond_note)
-    if report.beyond is not None:
+    if report.beyond is not None and not report.beyond:
+        lines.append("本章之外的检查：没有运行")
+    elif report.beyond is not None:
         passed = sum(ok for _, ok in report.beyond)
         lines.append(f"本章之外的检查：{passed}/{len(report.beyond)}")
         if report.ok(steps):
@@ -469,6 +471,10 @@ def _difference_lines(difference: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _is_assertion(message: str) -> bool:
+    return message.startswith(("AssertionError", "assert "))
+
+
 def failure_lines(report: Report, name: str, *, beyond: bool = False) -> list[str]:
     """One line naming the test and the next step, then the decisive lines, indented."""
     detail = report.details.get(name, Detail())
@@ -479,7 +485,7 @@ def failure_lines(report: Report, name: str, *, beyond: bool = False) -> list[st
             decisive.append(f"停在 {detail.where}")
     else:
         decisive = []
-        if detail.assertion and detail.difference is not None:
+        if detail.assertion and (detail.difference is not None or _is_assertion(detail.message)):
             statement = detail.assertion + ("…" if detail.assertion[-1:] in "([{" else "")
             decisive.append(f"断言：{_shorten(statement)}")
         if detail.difference is not None:
