@@ -37,6 +37,9 @@ class SSEEvent(NamedTuple):
     id: str = ""
 
 
+_new_tuple = tuple.__new__
+
+
 class SSEError(Exception):
     """The byte stream cannot be framed (an event larger than the configured bound)."""
 
@@ -93,10 +96,12 @@ class SSEFields:
 
     def dispatch(self, data: list[str]) -> SSEEvent | None:
         """At a blank line: the event made of ``data`` (``None`` when no data line came)."""
-        event_type, self.event_type = self.event_type or "message", ""
+        event_type = self.event_type or "message"
+        self.event_type = ""
         if not data:
             return None
-        return SSEEvent("\n".join(data), event_type, self.last_id)
+        # tuple.__new__ skips the named tuple's Python-level __new__: this runs once per token.
+        return _new_tuple(SSEEvent, ("\n".join(data), event_type, self.last_id))
 
 
 def check_event_size(pending: str, data: list[str], limit: int) -> None:

@@ -74,18 +74,19 @@ class SSEDecoder:
         self._buffer += self._text.decode(chunk, final=final)
         lines = self._buffer.split("\n")
         self._buffer = lines.pop()  # no "\n" yet: the rest of this line comes with a later read
+        data = self._data  # the data lines of the event being collected
         events: list[SSEEvent] = []
         for line in lines:
             if line.startswith("data:"):
-                self._data.append(line[6:] if line.startswith("data: ") else line[5:])
+                data.append(line[6:] if line.startswith("data: ") else line[5:])
             elif line:
-                self._fields.add(line, self._data)  # event:, id:, a comment
+                self._fields.add(line, data)  # event:, id:, a comment
             else:  # a blank line ends the event
-                event = self._fields.dispatch(self._data)
+                event = self._fields.dispatch(data)
                 if event is not None:
                     events.append(event)
-                self._data = []
-        check_event_size(self._buffer, self._data, self.max_event_size)
+                data.clear()
+        check_event_size(self._buffer, data, self.max_event_size)
         return events
         # END LAB 5.3
 
