@@ -93,6 +93,7 @@ class _Assembly:
         self.text = ""
         self.tools = {}
         self.finish = None
+        self.streaming = AssistantMessage((), provider, model, EMPTY_USAGE, "stop", timestamp)
 
     def add_text(self, delta):
         if self.text_slot is None:
@@ -120,9 +121,8 @@ class _Assembly:
         return sorted(self.tools.values(), key=lambda buffer: buffer["slot"])
 
     def snapshot(self):
-        return AssistantMessage(
-            tuple(self.content), self.provider, self.model, EMPTY_USAGE, "stop", self.timestamp
-        )
+        # The content as it is now; later deltas change self.content, never this tuple.
+        return self.streaming.with_content(tuple(self.content))
 
     def final(self, stop_reason, usage, error=None):
         return AssistantMessage(
