@@ -184,19 +184,16 @@ class OpenAICompatibleModel:
                             yield TextDeltaEvent(text_content_index, delta, partial())
                         case ToolChunk(index=index):
                             buffer = tool_buffers.get(index)
-                            first_appearance = buffer is None
                             if buffer is None:
                                 # The next free content slot, not the provider's index.
                                 buffer = ToolBuffer(f"call-{index}", "", "", len(content))
                                 tool_buffers[index] = buffer
+                                content.append(buffer.streaming_call())
                             buffer.id = chunk.id or buffer.id
                             buffer.name = chunk.name or buffer.name
                             delta = chunk.arguments_delta or ""
                             buffer.raw_arguments += delta
-                            if first_appearance:
-                                content.append(buffer.streaming_call())
-                            else:
-                                content[buffer.content_index] = buffer.streaming_call()
+                            content[buffer.content_index] = buffer.streaming_call()
                             yield ToolCallDeltaEvent(buffer.content_index, delta, partial())
                         case FinishChunk():
                             finish = chunk
