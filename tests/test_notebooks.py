@@ -8,7 +8,10 @@ from pathlib import Path
 
 import pytest
 
-NOTEBOOKS = sorted((Path(__file__).parent.parent / "notebooks").glob("*.ipynb"))
+from pi_course.notebook.lesson import METADATA_KEY, expected_outputs
+
+NOTEBOOKS = sorted((Path(__file__).parent.parent / "notebooks").glob("05-[0-6]-*.ipynb"))
+PRACTICE = [path for path in NOTEBOOKS if path.name[:4] in ("05-1", "05-2", "05-3", "05-4")]
 EXPECTED = [
     "05-0-overview.ipynb",
     "05-1-outbound.ipynb",
@@ -18,6 +21,16 @@ EXPECTED = [
     "05-5-break-it.ipynb",
     "05-6-migration.ipynb",
 ]
+
+
+def cells(path: Path) -> list[dict]:
+    return json.loads(path.read_text(encoding="utf-8"))["cells"]
+
+
+def source(cell: dict) -> str:
+    return "".join(cell["source"])
+
+
 VARIABLE = {
     "an absolute path": re.compile(r"(?<![\w.])/(?:home|root|tmp|work|Users|var|opt)/|[A-Z]:\\\\"),
     "a memory address": re.compile(r"\b0x[0-9a-f]{6,}\b"),
@@ -64,9 +77,11 @@ def test_practice_notebooks_end_with_their_checkpoint(path: Path) -> None:
     code = [cell for cell in notebook["cells"] if cell["cell_type"] == "code"]
     first = "".join(code[0]["source"])
     assert "describe_edition()" in first  # says which pi_course it uses
+    assert "%autoreload 2" in first and "begin()" in first  # edits seen; practice stages handled
     step = {"05-1": "5.1", "05-2": "5.2", "05-3": "5.3", "05-4": "5.4"}.get(path.name[:4])
     if step is None:
         return
+    assert not any(line.lstrip().startswith("assert ") for cell in code for line in source(cell).splitlines())
     last = "".join(code[-1]["source"]) if step != "5.4" else "".join(code[-2]["source"])
     assert f'check("{step}")' in last
     expected = {"5.1": "1/1 通过", "5.2": "3/3 通过", "5.3": "5/5 通过", "5.4": "2/2 通过"}[step]
@@ -87,3 +102,45 @@ def test_widget_state_is_saved_where_steppers_are_shown() -> None:
         if shows_widget:
             state = notebook["metadata"]["widgets"]["application/vnd.jupyter.widget-state+json"]
             assert state["state"], path.name
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.stem)
+def test_cells_are_short_and_the_prose_is_for_learners(path: Path) -> None:
+    for cell in cells(path):
+        text = source(cell)
+        if cell["cell_type"] == "code":
+            assert text.count("\n") + 1 <= 20, f"{path.name}: a code cell of {text.count(chr(10)) + 1} lines"
+        assert "nbval" not in text.lower(), f"{path.name}: test machinery in {text[:60]!r}"
+        assert "NBVAL" not in text
+
+
+@pytest.mark.parametrize("path", PRACTICE, ids=lambda path: path.stem)
+def test_practice_notebooks_have_the_learning_arc(path: Path) -> None:
+    prose = "\n".join(source(cell) for cell in cells(path) if cell["cell_type"] == "markdown")
+    assert prose.count("**先想一想**") >= 2
+    assert "## 练习" in prose and prose.count("**练习 ") >= 2
+    assert prose.count("<details>") >= prose.count("**先想一想**") + prose.count("**练习 ")
+    assert "## 小结" in prose
+    assert re.search(r"\]\(05-\d-[\w-]+\.ipynb\)", prose), "links to its neighbours"
+
+
+def test_the_chapter_question_and_the_five_acceptance_questions_are_asked() -> None:
+    state_machine = "\n".join(source(cell) for cell in cells(NOTEBOOKS[2]))
+    assert "两段 `arguments_delta`" in state_machine
+    closing = "\n".join(source(cell) for cell in cells(NOTEBOOKS[4]))
+    for question in ("wire message", "content index", "ProviderChunk", "尾随 usage", "API key"):
+        assert question in closing
+    overview = "\n".join(source(cell) for cell in cells(NOTEBOOKS[0]))
+    for path in NOTEBOOKS[1:]:
+        assert f"]({path.name})" in overview, f"05-0's map links {path.name}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.stem)
+def test_expected_outputs_for_practice_copies_match_the_stored_outputs(path: Path) -> None:
+    for cell in cells(path):
+        if cell["cell_type"] != "code":
+            continue
+        stored = cell.get("metadata", {}).get(METADATA_KEY, {}).get("expected")
+        assert stored == (expected_outputs(cell["outputs"]) or None), (
+            f"{path.name}: re-run tools/run_notebooks.py"
+        )
