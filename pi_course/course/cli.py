@@ -4,44 +4,187 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+import socket
 import sys
 from collections.abc import Sequence
+from pathlib import Path
+from typing import NoReturn
 
-from ..notebook.display import describe_event
+EXIT_USAGE = 2  # a bad argument, path or variable: nothing was run
+EXIT_INTERRUPTED = 130
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: what is wrong, and where to read the usage."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: 错误：{message}（用 {self.prog} --help 查看用法）\n")
+
+
+def _port(value: str) -> int:
+    try:
+        port = int(value)
+    except ValueError:
+        port = -1
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"必须是 1 到 65535 之间的整数，收到 {value!r}")
+    return port
+
+
+def _model_help() -> str:
+    """``chat --model``'s help, saying which model is used without it in the current environment."""
+    base_url = os.environ.get("PI_COURSE_BASE_URL")
+    if not base_url:
+        return "model name; default: mainline, a script of the local provider (PI_COURSE_BASE_URL is not set)"
+    model = os.environ.get("PI_COURSE_MODEL")
+    if model:
+        return f"model name; default: PI_COURSE_MODEL={model!r} at PI_COURSE_BASE_URL={base_url!r}"
+    return (
+        "model name; required here: PI_COURSE_BASE_URL is set and PI_COURSE_MODEL is not "
+        "(set PI_COURSE_MODEL, pass --model, or unset PI_COURSE_BASE_URL for the local provider)"
+    )
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr)
+
+
+def _before_51(error: ImportError) -> str | None:
+    """The one line for a practice copy whose ``ToolDefinition`` (practice 5.1) is not there yet."""
+    if "ToolDefinition" not in str(error):
+        return None
+    return (
+        "这个命令要用到 ToolDefinition，而这份 pi_course 还没有它：先完成实践 5.1"
+        "（python -m pi_course check 05 --step 5.1），再运行。"
+    )
+
+
+def _missing_server(error: ModuleNotFoundError) -> str | None:
+    if error.name not in ("uvicorn", "starlette"):
+        return None
+    return f'本地 provider 需要 {error.name}，但它没有安装：pip install "pi-course[lab]"（或 make lab）。'
 
 
 async def _chat(prompt: str, model_name: str | None) -> int:
-    from ..provider.connect import connect
+    try:
+        from ..notebook.display import describe_event
+        from ..provider.connect import ConfigurationError, connect, not_found_hint
+        from .fixtures import READ_TOOL
+    except ImportError as error:
+        _say(_before_51(error) or f"chat 无法导入 pi_course：{error}")
+        return 1
     from ..types import AgentContext, user_message
-    from .fixtures import READ_TOOL
 
-    model = connect(model_name)
+    try:
+        model = connect(model_name)
+    except ConfigurationError as error:
+        _say(str(error))
+        return EXIT_USAGE
+    except ModuleNotFoundError as error:
+        _say(_missing_server(error) or f"chat 缺少依赖：{error}")
+        return 1
     context = AgentContext(messages=(user_message(prompt),), tools=(READ_TOOL,))
     try:
         async for event in model.stream(context):
             print(describe_event(event), flush=True)
             if event.type == "error":
+                hint = not_found_hint(event.error.error_message, os.environ.get("PI_COURSE_BASE_URL"))
+                if hint:
+                    _say(hint)
                 return 1
+    except NotImplementedError as error:
+        _say(f"chat 还不能运行：{error}。先完成这一步（python -m pi_course check 05），再运行 chat。")
+        return 1
+    except Exception as error:  # the learner's code failed outside the stream's own error handling
+        _say(f"chat 失败：{type(error).__name__}: {error}（python -m pi_course check 05 会指出是哪一步）")
+        return 1
     finally:
         await model.transport.aclose()  # type: ignore[attr-defined]
     return 0
 
 
+def _serve(host: str, port: int) -> int:
+    try:
+        from ..provider.server import serve as run_server
+    except ImportError as error:
+        missing = isinstance(error, ModuleNotFoundError) and _missing_server(error)
+        _say(missing or _before_51(error) or f"serve 无法导入本地 provider：{error}")
+        return 1
+    try:
+        with socket.create_server((host, port)):
+            pass  # only to turn a busy port or a bad host into one line before uvicorn starts
+    except OSError as error:
+        reason = error.strerror or str(error)
+        _say(f"无法在 {host}:{port} 上启动本地 provider：{reason}。换一个端口（--port）或地址（--host）。")
+        return 1
+    print(f"pi_course local provider on http://{host}:{port}/v1 (Ctrl-C stops it)")
+    run_server(host, port)
+    return 0
+
+
+def practice_path_problem(path: str) -> str | None:
+    """Why ``check --path PATH`` cannot run there (one line), or ``None`` for a usable tree."""
+    from .checkpoint import FOCUSED_TEST
+
+    folder = Path(path).expanduser()
+    if not folder.exists():
+        return (
+            f"check --path {path}：这个文件夹不存在。"
+            "请给出练习副本的目录（python -m pi_course practice 05 DIR 创建的那个）。"
+        )
+    if not folder.is_dir():
+        return f"check --path {path}：这不是一个文件夹。请给出练习副本的目录。"
+    tests = (folder / "tests" / FOCUSED_TEST, folder / "pi_course" / "_course" / "tests" / FOCUSED_TEST)
+    if not (folder / "pi_course" / "__init__.py").is_file() or not any(test.is_file() for test in tests):
+        return (
+            f"check --path {path}：这里不是练习副本（需要 pi_course/__init__.py 和 tests/{FOCUSED_TEST}）。"
+            "请给出 python -m pi_course practice 05 DIR 创建的目录。"
+        )
+    return None
+
+
+def _checkpoint(diff: bool, mine: bool) -> int:
+    from .practice import PracticeError, target_diff
+
+    if not diff:
+        if mine:
+            _say("checkpoint 05 --mine 要和 --diff 一起用：python -m pi_course checkpoint 05 --diff --mine")
+            return EXIT_USAGE
+        print(CHECKPOINT_05, end="")
+        return 0
+    try:
+        text = target_diff(mine=mine)
+    except PracticeError as error:
+        _say(str(error))
+        return 1
+    if mine and not text:
+        print("你的教学文件与 target 相同（mine → target 没有差别）。")
+        return 0
+    print(text, end="")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pi_course", description=__doc__)
+    parser = _Parser(prog="python -m pi_course", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
 
     serve = commands.add_parser("serve", help="run the scripted OpenAI-compatible provider")
     serve.add_argument("--host", default="127.0.0.1", help="interface (default: loopback only)")
-    serve.add_argument("--port", type=int, default=8765)
+    serve.add_argument("--port", type=_port, default=8765, help="1-65535 (default: 8765)")
 
-    chat = commands.add_parser("chat", help="stream one model turn and print every event")
+    chat = commands.add_parser(
+        "chat",
+        help="stream one model turn and print every event",
+        description="Stream one model turn and print every event. Uses PI_COURSE_BASE_URL, "
+        "PI_COURSE_MODEL and PI_COURSE_API_KEY when PI_COURSE_BASE_URL is set, else the local provider.",
+    )
     chat.add_argument("prompt")
-    chat.add_argument("--model", help="script name or PI_COURSE_MODEL (default: mainline)")
+    chat.add_argument("--model", help=_model_help())
 
     practice = commands.add_parser("practice", help="create a practice copy at the chapter's start")
     practice.add_argument("chapter", choices=["05"])
-    practice.add_argument("directory")
+    practice.add_argument("directory", help="a new or empty folder")
 
     check = commands.add_parser("check", help="run the focused tests, one line per practice step")
     check.add_argument("chapter", choices=["05"])
@@ -54,25 +197,40 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     checkpoint = commands.add_parser("checkpoint", help="where chapter 05 starts and ends")
     checkpoint.add_argument("chapter", choices=["05"])
-    checkpoint.add_argument("--diff", action="store_true", help="print the starter → target diff")
+    checkpoint.add_argument("--diff", action="store_true", help="print the target diff: starter → target")
+    checkpoint.add_argument("--mine", action="store_true", help="with --diff: from your files to the target")
 
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as stop:  # --help, or a one-line usage error already printed
+        return stop.code if isinstance(stop.code, int) else EXIT_USAGE
+    if args.command == "check" and args.path is not None:
+        problem = practice_path_problem(args.path)
+        if problem is not None:
+            _say(problem)
+            return EXIT_USAGE
     if args.command == "serve":
-        from ..provider.server import serve as run_server
-
-        print(f"pi_course local provider on http://{args.host}:{args.port}/v1 (Ctrl-C stops it)")
-        run_server(args.host, args.port)
-        return 0
+        try:
+            return _serve(args.host, args.port)
+        except KeyboardInterrupt:
+            return EXIT_INTERRUPTED
     if args.command == "chat":
-        return asyncio.run(_chat(args.prompt, args.model))
+        try:
+            return asyncio.run(_chat(args.prompt, args.model))
+        except KeyboardInterrupt:
+            _say("chat 已中断（Ctrl-C）。")
+            return EXIT_INTERRUPTED
     if args.command == "practice":
         from .practice import PracticeError, create_practice
 
         try:
             target = create_practice(args.directory)
         except PracticeError as error:
-            print(error, file=sys.stderr)
-            return 2
+            _say(str(error))
+            return EXIT_USAGE
+        except KeyboardInterrupt:
+            _say("practice 已中断（Ctrl-C），没有留下半成品目录。")
+            return EXIT_INTERRUPTED
         print(f"练习目录已创建：{target}")
         print(f"下一步：cd {target} && python -m pi_course check 05（先看第一次红灯），再读 LEARNING.md")
         return 0
@@ -86,20 +244,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             print("check 已中断（Ctrl-C）。", file=sys.stderr)
             return 130
     if args.command == "checkpoint":
-        from .practice import target_diff
-
-        print(target_diff() if args.diff else CHECKPOINT_05, end="")
-        return 0
+        return _checkpoint(args.diff, args.mine)
     parser.error(f"unknown command {args.command}")
-    return 2
 
 
 CHECKPOINT_05 = """Checkpoint 05 · 接入 OpenAI-compatible Provider
 起点（parent）：第 04 章完成。`python -m pi_course practice 05 DIR` 生成这个起点：
   没有 ToolDefinition，AgentContext 没有 tools，第 05 章的函数都是桩。
 终点（target）：11 项聚焦测试全部通过（1 + 3 + 5 + 2）。
-教学文件：
-  pi_course/types.py      5.1  ToolDefinition、AgentContext.tools
+  练习副本里，target 放在 pi_course/course/target-05/（LAB 区域有标记；先别看）。
+教学文件（pi_course/ 顶层；provider/、course/、notebook/ 是工具，不用改）：
+  pi_course/types.py      5.1  ToolDefinition、AgentContext.tools（并在 __init__.py 导出）
   pi_course/outbound.py   5.1  to_provider_messages()、to_provider_tools()
   pi_course/adapter.py    5.2  fixed_transport()、OpenAICompatibleModel.stream()
   pi_course/sse.py        5.3  SSEDecoder、parse_payload()、iter_provider_chunks()
@@ -110,7 +265,8 @@ CHECKPOINT_05 = """Checkpoint 05 · 接入 OpenAI-compatible Provider
   python -m pi_course check 05 [--step 5.x]  [--path DIR]  逐步检查
   python -m pytest tests/test_05_provider_adapter.py -k outbound   直接运行一步的聚焦测试
   python -m pytest --nbval-lax notebooks/    讲师检查学习者的笔记本
-  python -m pi_course checkpoint 05 --diff   target diff（先别看）
+  python -m pi_course checkpoint 05 --diff   target diff：starter → target（先别看）
+  python -m pi_course checkpoint 05 --diff --mine   你的文件 → target
 """
 
 

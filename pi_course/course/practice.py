@@ -12,14 +12,17 @@ So there is one source of truth: a starter is always the reference minus its mar
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import json
+import os
 import re
+import secrets
 import shutil
 from collections.abc import Collection
 from pathlib import Path
 
-from .checkpoint import PACKAGE, STEPS, course_root
+from .checkpoint import BEYOND_TEST, FOCUSED_TEST, PACKAGE, STEPS, course_root
 
 TEACHING_FILES = ("types.py", "outbound.py", "adapter.py", "sse.py", "http.py")
 _BEGIN = re.compile(
@@ -76,47 +79,192 @@ def _replacement(begin: re.Match[str], region: list[str]) -> list[str]:
     return stub
 
 
+# Where a practice copy keeps the chapter's target: the reference lesson modules, LAB regions
+# marked. `checkpoint 05 --diff` and `practice 05 DIR` run inside a copy read it from here. The
+# hyphen keeps it from ever being imported as package code.
+TARGET_FOLDER = "course/target-05"
+_TARGET_README = """# The chapter's target (do not edit)
+
+These are the reference versions of the lesson modules, the state after practice 5.4. The code
+between `# BEGIN LAB 5.x` and `# END LAB 5.x` is what each practice step writes.
+
+- `python -m pi_course checkpoint 05 --diff` prints the target diff: starter → target.
+- `python -m pi_course checkpoint 05 --diff --mine` prints your files → target.
+- `python -m pi_course practice 05 NEWDIR` (run in this copy) makes a fresh starter from them.
+
+Read them after a first attempt, not before: the chapter asks you to write the code yourself.
+"""
+_SKIPPED_DIRS = frozenset({"__pycache__", "_course", ".ipynb_checkpoints"})
+
+
+def _package_files() -> list[tuple[str, Path]]:
+    """Every file of the package as (name relative to the package, path), tooling data included.
+
+    Left out: caches, hidden files, a wheel's packaged course files (``_course/``) and a copy's
+    own target folder (a new copy gets a fresh one).
+    """
+    files = []
+    for path in sorted(PACKAGE.rglob("*")):
+        relative = path.relative_to(PACKAGE)
+        name = relative.as_posix()
+        if not path.is_file() or name.startswith(f"{TARGET_FOLDER}/"):
+            continue
+        if any(part in _SKIPPED_DIRS or part.startswith(".") for part in relative.parts):
+            continue
+        if path.suffix in (".pyc", ".pyo"):
+            continue
+        files.append((name, path))
+    return files
+
+
+def _is_marked(source: str) -> bool:
+    return any(_BEGIN.match(line) for line in source.splitlines())
+
+
+def reference_sources() -> dict[str, str]:
+    """The LAB-marked reference modules by file name: the package itself, or a copy's target.
+
+    Raises :class:`PracticeError` in a practice copy made before copies carried their target.
+    """
+    shipped = PACKAGE / TARGET_FOLDER
+    if shipped.is_dir():
+        return {
+            path.relative_to(shipped).as_posix(): path.read_text(encoding="utf-8")
+            for path in sorted(shipped.rglob("*.py"))
+        }
+    sources = {}
+    for name, path in _package_files():
+        if path.suffix == ".py" and name != "course/practice.py":
+            text = path.read_text(encoding="utf-8")
+            if _is_marked(text):
+                sources[name] = text
+    if not sources:
+        raise PracticeError(
+            f"这个练习副本里没有 target（pi_course/{TARGET_FOLDER}/）：它是用旧版本的 pi_course 创建的。"
+            "请在参考仓库里（或 pip install 之后）重新运行 python -m pi_course practice 05 新目录。"
+        )
+    return sources
+
+
+def _as_practice(name: str, text: str) -> str:
+    if name == "__init__.py":
+        return text.replace('EDITION = "reference"', 'EDITION = "practice"', 1)
+    return text
+
+
 def starter_sources() -> dict[str, str]:
     """Every module of the package in its starter form, by file name."""
+    reference = reference_sources()
     sources = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
-        name = path.relative_to(PACKAGE).as_posix()
-        if name.startswith("_course/"):  # a wheel's packaged course files are not package code
-            continue
-        text = make_starter(path.read_text(encoding="utf-8"))
-        if name == "__init__.py":
-            text = text.replace('EDITION = "reference"', 'EDITION = "practice"', 1)
-        sources[name] = text
+    for name, path in _package_files():
+        if path.suffix == ".py":
+            text = reference.get(name) or path.read_text(encoding="utf-8")
+            sources[name] = _as_practice(name, make_starter(text))
     return sources
 
 
 def _course_file(*parts: str) -> Path:
-    """A course file next to the package (a clone) or packaged inside it (a wheel)."""
+    """A course file next to the package (a clone or a copy) or packaged inside it (a wheel)."""
     for base in (course_root(), PACKAGE / "_course"):
         candidate = base.joinpath(*parts)
         if candidate.exists():
             return candidate
-    raise FileNotFoundError("/".join(parts))
+    raise PracticeError(
+        f"找不到课程文件 {'/'.join(parts)}（在 {course_root()} 和 pi_course/_course 下都没有）；"
+        "请在完整的参考仓库、pip 安装的 pi-course 或完整的练习副本里运行 practice。"
+    )
 
 
 def create_practice(destination: str | Path) -> Path:
-    """Write a standalone practice copy to ``destination`` (which must be absent or empty)."""
-    target = Path(destination)
+    """Write a standalone practice copy to ``destination`` (which must be absent or empty).
+
+    The copy is built in a hidden sibling folder and renamed into place at the end, so a failure
+    at any point leaves nothing behind (folders created for the path are removed too). Every
+    problem is a :class:`PracticeError` with a one-line message.
+    """
+    target = Path(destination).expanduser().absolute()
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise PracticeError(f"{target} 已存在且不是空目录；请换一个新目录，原有内容没有改动。")
-    package = target / "pi_course"
-    package.mkdir(parents=True, exist_ok=True)
-    for name, text in starter_sources().items():
-        (package / name).parent.mkdir(parents=True, exist_ok=True)
-        (package / name).write_text(text, encoding="utf-8")
-    (target / "tests").mkdir()
-    for name in ("test_05_provider_adapter.py", "conftest.py"):
-        shutil.copyfile(_course_file("tests", name), target / "tests" / name)
-    (target / "notebooks").mkdir()
-    for notebook in sorted(_course_file("notebooks").glob("05-*.ipynb")):
-        (target / "notebooks" / notebook.name).write_text(_without_outputs(notebook), encoding="utf-8")
-    shutil.copyfile(Path(__file__).parent / "templates" / "LEARNING.md", target / "LEARNING.md")
+    created = _make_parents(target.parent)
+    scratch = target.parent / f".{target.name}.partial-{os.getpid()}-{secrets.token_hex(4)}"
+    try:
+        scratch.mkdir()
+        _write_copy(scratch)
+        if target.exists():
+            target.rmdir()  # empty, checked above
+        scratch.rename(target)
+    except BaseException as error:
+        shutil.rmtree(scratch, ignore_errors=True)
+        for folder in reversed(created):
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        if isinstance(error, OSError):
+            raise PracticeError(_cannot_create(target, error)) from None
+        raise
     return target
+
+
+def _make_parents(folder: Path) -> list[Path]:
+    """Create ``folder`` and its missing ancestors; return the ones created, outermost first."""
+    missing = []
+    for candidate in (folder, *folder.parents):
+        if candidate.exists():
+            break
+        missing.append(candidate)
+    missing.reverse()
+    created: list[Path] = []
+    try:
+        for candidate in missing:
+            candidate.mkdir()
+            created.append(candidate)
+    except OSError as error:
+        for done in reversed(created):
+            with contextlib.suppress(OSError):
+                done.rmdir()
+        raise PracticeError(_cannot_create(folder, error)) from None
+    if not folder.is_dir():
+        raise PracticeError(f"无法在 {folder} 里创建练习目录：它不是一个目录。请换一个新目录路径。")
+    return created
+
+
+def _cannot_create(target: Path, error: OSError) -> str:
+    reason = error.strerror or str(error)
+    return f"无法创建练习目录 {target}：{reason}。请换一个可以写入的新目录路径（没有留下任何文件）。"
+
+
+def _write_copy(root: Path) -> None:
+    package = root / "pi_course"
+    starters = starter_sources()
+    for name, path in _package_files():
+        destination = package / name
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        if name in starters:
+            destination.write_text(starters[name], encoding="utf-8")
+        else:
+            shutil.copyfile(path, destination)
+    shipped = package / TARGET_FOLDER
+    shipped.mkdir(parents=True)
+    for name, text in reference_sources().items():
+        (shipped / name).parent.mkdir(parents=True, exist_ok=True)
+        (shipped / name).write_text(text, encoding="utf-8")
+    (shipped / "README.md").write_text(_TARGET_README, encoding="utf-8")
+    (root / "tests").mkdir()
+    for name in (FOCUSED_TEST, "conftest.py", BEYOND_TEST):
+        if name == BEYOND_TEST and not _has_course_file("tests", name):
+            continue  # an older install without the beyond checks: check says it skipped them
+        shutil.copyfile(_course_file("tests", name), root / "tests" / name)
+    (root / "notebooks").mkdir()
+    for notebook in sorted(_course_file("notebooks").glob("05-*.ipynb")):
+        (root / "notebooks" / notebook.name).write_text(_without_outputs(notebook), encoding="utf-8")
+    shutil.copyfile(package / "course" / "templates" / "LEARNING.md", root / "LEARNING.md")
+
+
+def _has_course_file(*parts: str) -> bool:
+    try:
+        _course_file(*parts)
+    except PracticeError:
+        return False
+    return True
 
 
 def _without_outputs(notebook: Path) -> str:
@@ -129,16 +277,33 @@ def _without_outputs(notebook: Path) -> str:
     return json.dumps(data, ensure_ascii=False, indent=1) + "\n"
 
 
-def target_diff() -> str:
-    """The unified diff from starter to reference over the teaching files ("target diff")."""
-    starters = starter_sources()
+# Files the target diff covers, in the chapter's order; __init__.py carries 5.1's export.
+DIFF_FILES = (*TEACHING_FILES, "__init__.py")
+
+
+def target_diff(*, mine: bool = False) -> str:
+    """The target diff: unified diff from starter to target over the lesson files.
+
+    With ``mine``, from this package's current files (a learner's work) to the target instead.
+    The same in the reference, a wheel and a practice copy (which reads its shipped target).
+    """
+    reference = reference_sources()
     chunks: list[str] = []
-    for name in TEACHING_FILES:
-        reference = (PACKAGE / name).read_text(encoding="utf-8")
+    for name in DIFF_FILES:
+        if name not in reference:
+            continue
+        target = _as_practice(name, without_markers(reference[name]))
+        if mine:
+            current = PACKAGE / name
+            before = current.read_text(encoding="utf-8") if current.is_file() else ""
+            before = _as_practice(name, without_markers(before))
+            label = f"mine/pi_course/{name}"
+        else:
+            before, label = _as_practice(name, make_starter(reference[name])), f"starter/pi_course/{name}"
         chunks += difflib.unified_diff(
-            starters[name].splitlines(keepends=True),
-            without_markers(reference).splitlines(keepends=True),
-            fromfile=f"starter/pi_course/{name}",
+            before.splitlines(keepends=True),
+            target.splitlines(keepends=True),
+            fromfile=label,
             tofile=f"target/pi_course/{name}",
         )
     return "".join(chunks)
