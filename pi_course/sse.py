@@ -6,6 +6,10 @@ JSON payload field by field, and :func:`iter_provider_chunks` merges the finish 
 trailing usage into one finish chunk. The event-stream rules the chapter takes for granted
 (UTF-8 across reads, BOM, every line ending, ``event``/``id``/comment lines, a size bound) are
 given code in :mod:`pi_course.given`.
+
+``strict=True`` is the chapter's reader. ``strict=False`` (real providers) also skips payloads
+that carry nothing the course reads: empty ``choices`` without usage, and a choice with neither
+``delta`` nor ``finish_reason``; every other payload is validated identically.
 """
 
 from __future__ import annotations
