@@ -129,7 +129,7 @@ def leaks(error: BaseException) -> list[str]:
         texts = [str(current), repr(current), *map(repr, current.args)]
         if any(KEY in text for text in texts):
             name = "错误本身" if depth == 0 else f"链上的 {type(current).__name__}（__context__/__cause__）"
-            places.append(f"{name}：{str(current)[:120]!r}")
+            places.append(f"{name}：{str(current).replace(KEY, '«密钥»')[:120]!r}")
     if KEY in "".join(traceback.format_exception(error)):
         places.append("traceback.format_exception() 的输出")
     return places
@@ -138,7 +138,7 @@ def leaks(error: BaseException) -> list[str]:
 @pytest.mark.parametrize("respond", ERROR_PATHS.values(), ids=ERROR_PATHS.keys())
 async def test_key_stays_out_of_every_error_chain(respond: Respond) -> None:
     """密钥不在错误、错误链（__context__、__cause__）或 traceback 里
-    下一步：pi_course/http.py 的 stream()：在 except 块之外抛出脱敏后的错误（或 raise … from None 之外再清掉 __context__），每条错误路径都经过 redact()
+    下一步：pi_course/http.py 的 stream()：except 块里只记下脱敏后的文字，离开 except 块之后再 raise（在 except 块里 raise … from None，原来的错误仍留在 __context__ 里）
     """
     error: Exception | None = None
     try:

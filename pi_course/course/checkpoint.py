@@ -402,30 +402,31 @@ def report_lines(report: Report, steps: tuple[Step, ...]) -> list[str]:
 # The next step for each focused test: the file and function a failure usually comes from.
 HINTS = {
     "test_outbound": "pi_course/outbound.py 的 to_provider_messages()、_assistant_to_wire()、"
-    "to_provider_tools()",
+    "to_provider_tools()；types.py 的 ToolDefinition、AgentContext.tools",
     "test_normalized_transport_orders": "pi_course/adapter.py 的 _events()：content 槽位"
-    "（第一次出现时的 len(content)，不是 chunk.index）与每个事件的 partial",
-    "test_normalized_transport_exception": "pi_course/adapter.py：fixed_transport() 在列表里的异常处抛出；"
-    "_events() 把异常变成 error 终态并保留 partial",
+    "（第一次出现时的 len(content)，不是 chunk.index）与每个事件的 partial 快照",
+    "test_normalized_transport_exception": "pi_course/adapter.py：fixed_transport 的 stream() 在列表里的"
+    "异常处抛出；_events() 把异常变成 error 终态并保留 partial",
     "test_normalized_transport_length": "pi_course/adapter.py 的 _events()：finish 为 length 时不解析参数，"
     "原文留在 arguments 与 raw_arguments",
-    "test_sse_interleaved": "pi_course/sse.py 的行缓冲与 parse_payload()；"
-    "finish reason 与尾随 usage 合成一个 finish chunk",
-    "test_sse_missing_finish": "pi_course/sse.py：没有 finish reason 时不产出 finish chunk；"
-    "pi_course/http.py：结束时关闭响应",
-    "test_sse_abort": "pi_course/http.py：请求与每次读取都交给给定的 abort race helper，"
-    "并在 finally 中关闭响应",
-    "test_sse_invalid_chunk": "pi_course/sse.py 的 parse_payload()：choices 必须是数组，错误信息写出字段路径",
-    "test_sse_unknown_finish_reason": "pi_course/sse.py 的 parse_payload()：finish_reason 只能是 "
-    "stop、length、tool_calls",
+    "test_sse_interleaved": "pi_course/sse.py 的 SSEDecoder.feed()（行缓冲：一次网络读取不是一条 event）、"
+    "parse_payload()、iter_provider_chunks()（finish reason 与尾随 usage 合成一个 finish chunk）",
+    "test_sse_missing_finish": "pi_course/sse.py 的 iter_provider_chunks()：没有 finish reason 时不产出 "
+    "finish chunk；pi_course/http.py 的 _reads()：在 finally 中关闭响应",
+    "test_sse_abort": "pi_course/http.py 的 _reads()：请求交给 AbortRace.run()，读取交给 "
+    "AbortRace.iterate()（pi_course/given.py），并在 finally 中关闭响应",
+    "test_sse_invalid_chunk": "pi_course/sse.py 的 parse_payload() 与 _record()：choices 必须是数组，"
+    "错误信息写出字段路径",
+    "test_sse_unknown_finish_reason": "pi_course/sse.py 的 _finish_reason()：只能是 stop、length、"
+    "tool_calls，错误信息写出 finish_reason 与收到的值",
     "test_fetch_transport_sends": "pi_course/http.py 的 chat_completions_url()、_headers()、request_body()",
-    "test_fetch_transport_redacts": "pi_course/http.py 的 redact() 与 stream() 的错误出口",
+    "test_fetch_transport_redacts": "pi_course/http.py 的 _Secret.redact() 与 stream() 的错误出口",
 }
 
 # What running past the time bound usually means, per test.
 TIMEOUT_MEANINGS = {
-    "test_sse_abort": "被阻塞的读取没有被 abort 信号打断——signal 只在两次读取之间检查是不够的；"
-    "把每次读取交给给定的 abort race helper",
+    "test_sse_abort": "被阻塞的读取没有被 abort 信号打断——只在两次读取之间检查 signal 是不够的；"
+    "把读取交给给定的 AbortRace：yield race.iterate(response.aiter_bytes())",
 }
 TIMEOUT_MEANING = "通常是某次读取在等一段永远不会到来的字节，或一个循环没有结束"
 
