@@ -1,13 +1,18 @@
-"""The steppers in a real browser: JupyterLab + Debian's Chromium, driven by playwright.
+"""Every notebook in a real browser: JupyterLab + Debian's Chromium, driven by playwright.
 
-Run with ``make browser`` (``.ci/run`` installs Chromium first). Opens 05-2-state-machine, runs
-all cells, moves the 4/2 stepper's slider to step 5 and presses Play on the mainline stepper.
+Run with ``make browser`` (``.ci/run`` installs Chromium first). For each notebook in notebooks/
+(a scratch copy; the repository's files are never saved over) it runs all cells, asserts that no
+cell has an error output, checks that each stepper shows once (the live widget; its static table is
+hidden) and steps every stepper to its last step, asserting what the pages show: the Provider
+index and the tool_buffers table (PartialStepper), the blank-line mark and the empty-buffer label
+(SSEBufferStepper). Then one stepper is shown in the dark theme and the highlighted row's text
+contrast is computed from the page's computed styles (at least 4.5:1). Screenshots go to
+build/browser/.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import secrets
 import shutil
 import socket
@@ -15,7 +20,9 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -25,7 +32,8 @@ pytestmark = pytest.mark.browser
 ROOT = Path(__file__).parent.parent
 CHROMIUM = Path("/usr/bin/chromium")
 SCREENSHOTS = ROOT / "build" / "browser"
-NOTEBOOK = "05-2-state-machine.ipynb"
+NOTEBOOKS = sorted(path.name for path in (ROOT / "notebooks").glob("*.ipynb"))
+SKIP = {"notebooks", ".git", ".venv", "build", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
 
 
 def free_port() -> int:
@@ -34,25 +42,50 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+@dataclass
+class Lab:
+    base: str
+    token: str
+
+    def url(self, notebook: str) -> str:
+        # One workspace per notebook: several are open at once, each in its own page.
+        workspace = notebook.removesuffix(".ipynb")
+        return f"{self.base}/lab/workspaces/{workspace}/tree/notebooks/{notebook}?reset&token={self.token}"
+
+    def shutdown_kernels(self) -> None:
+        headers = {"Authorization": f"token {self.token}"}
+        for kernel in httpx.get(f"{self.base}/api/kernels", headers=headers).json():
+            httpx.delete(f"{self.base}/api/kernels/{kernel['id']}", headers=headers)
+
+
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A JupyterLab server on a scratch copy of the notebook, with its own config and runtime."""
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    """JupyterLab on a scratch copy of notebooks/, beside links to the rest of the repository."""
     home = tmp_path_factory.mktemp("lab")
-    (home / "notebooks").mkdir()
-    shutil.copy(ROOT / "notebooks" / NOTEBOOK, home / "notebooks" / NOTEBOOK)
+    shutil.copytree(
+        ROOT / "notebooks", home / "notebooks", ignore=shutil.ignore_patterns(".ipynb_checkpoints")
+    )
+    for entry in ROOT.iterdir():
+        if entry.name not in SKIP:
+            (home / entry.name).symlink_to(entry)
+    settings = home / "settings"
+    tracker = settings / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
+    tracker.parent.mkdir(parents=True)
+    tracker.write_text('{"windowingMode": "none"}')  # every cell in the DOM, as a learner scrolls
     port, token = free_port(), secrets.token_hex(16)
     env = {
         **os.environ,
         "JUPYTER_CONFIG_DIR": str(home / "config"),
         "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
         "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"),
+        "JUPYTERLAB_SETTINGS_DIR": str(settings),
     }
     server = subprocess.Popen(
         [
             sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
             f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={home}",
             "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate", "--LabApp.news_url=None",
-            "--LabApp.extension_manager=readonly", "--allow-root",
+            "--LabApp.extension_manager=readonly", "--LabApp.expose_app_in_browser=True", "--allow-root",
         ],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
@@ -67,7 +100,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                 pass
             assert server.poll() is None and time.monotonic() < deadline, "JupyterLab did not start"
             time.sleep(0.25)
-        yield f"{base}/lab/tree/notebooks/{NOTEBOOK}?token={token}"
+        yield Lab(base, token)
     finally:
         server.terminate()
         try:
@@ -76,11 +109,155 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             server.kill()
 
 
-def test_steppers_step_through_partials_in_chromium(lab: str) -> None:
-    from playwright.sync_api import expect, sync_playwright
+# JavaScript run in the page (window.jupyterapp: --LabApp.expose_app_in_browser) --------------------
+
+RUN_ALL = """async () => {
+  const app = window.jupyterapp;
+  const panel = app.shell.currentWidget;
+  await panel.context.ready;
+  await panel.sessionContext.ready;
+  const deadline = Date.now() + 60000;
+  while (panel.sessionContext.session?.kernel?.status !== 'idle' && Date.now() < deadline) {
+    await new Promise(resolve => setTimeout(resolve, 100));
+  }
+  await app.commands.execute('notebook:run-all-cells');
+  const errors = [], unrun = [];
+  const cells = panel.content.model.cells;
+  for (let i = 0; i < cells.length; i++) {
+    const cell = cells.get(i);
+    if (cell.type !== 'code') continue;
+    if (cell.executionCount === null && cell.sharedModel.getSource().trim()) unrun.push(i);
+    for (const output of cell.outputs.toJSON()) {
+      if (output.output_type === 'error') errors.push(`cell ${i}: ${output.ename}: ${output.evalue}`);
+    }
+  }
+  return {errors, unrun, count: cells.length};
+}"""
+
+# WCAG contrast of every visible highlighted cell: colours resolved by a canvas, so any CSS colour
+# syntax (rgb, color(srgb …), color-mix) works; translucent backgrounds are composited upwards.
+CONTRAST = """(selector) => {
+  const canvas = document.createElement('canvas');
+  canvas.width = canvas.height = 1;
+  const ctx = canvas.getContext('2d', {willReadFrequently: true});
+  const rgba = (css) => {
+    ctx.clearRect(0, 0, 1, 1);
+    ctx.fillStyle = '#000';
+    ctx.fillStyle = css;
+    ctx.fillRect(0, 0, 1, 1);
+    const [r, g, b, a] = ctx.getImageData(0, 0, 1, 1).data;
+    return [r, g, b, a / 255];
+  };
+  const over = (top, bottom) => top.slice(0, 3).map((c, i) => c * top[3] + bottom[i] * (1 - top[3]));
+  const background = (element) => {
+    const layers = [];
+    for (let node = element; node && node.nodeType === 1; node = node.parentElement) {
+      const colour = rgba(getComputedStyle(node).backgroundColor);
+      if (colour[3] > 0) layers.push(colour);
+      if (colour[3] >= 1) break;
+    }
+    let result = [255, 255, 255];
+    for (const layer of layers.reverse()) result = over(layer, result);
+    return result;
+  };
+  const luminance = (rgb) => {
+    const [r, g, b] = rgb.map(c => { c /= 255; return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4; });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+  const results = [];
+  for (const cell of document.querySelectorAll(selector)) {
+    if (!cell.offsetParent) continue;
+    const bg = background(cell);
+    const fg = over(rgba(getComputedStyle(cell).color), bg);
+    const [hi, lo] = [luminance(fg), luminance(bg)].sort((a, b) => b - a);
+    results.push({text: cell.innerText.slice(0, 40), fg, bg, ratio: (hi + 0.05) / (lo + 0.05)});
+  }
+  return results;
+}"""
+
+
+@dataclass
+class Seen:
+    """What the steppers showed across all notebooks."""
+
+    partial: list[str] = field(default_factory=list)  # notebook names
+    sse: list[str] = field(default_factory=list)
+    provider_indexes: set[str] = field(default_factory=set)
+    dark_done: bool = False
+    report: list[str] = field(default_factory=list)
+
+
+def step_through(page: Any, stepper: Any, shot: Path) -> list[str]:
+    """Move the slider one step at a time; return each visible page's text."""
+    from playwright.sync_api import expect
+
+    stepper.scroll_into_view_if_needed()
+    handle = stepper.locator(".noUi-handle").first
+    first = round(float(handle.get_attribute("aria-valuemin") or "0"))
+    last = round(float(handle.get_attribute("aria-valuemax") or "0"))
+    visible = stepper.locator(".pi-page:visible")
+    texts = []
+    handle.focus()
+    for number in range(first, last + 1):
+        if number > first:
+            handle.press("ArrowRight")
+        current = visible.locator("tr.pi-current")
+        expect(current).to_have_count(1)
+        expect(current).to_contain_text(f"▶ {number}")
+        texts.append(visible.inner_text())
+        if number == min(3, last):
+            stepper.screenshot(path=str(shot))
+    return texts
+
+
+def check_partial(texts: list[str], stepper: Any, notebook: str, seen: Seen) -> None:
+    joined = "\n".join(texts)
+    assert "tool_buffers" in joined and "partial.content" in joined, notebook
+    seen.provider_indexes.update(
+        line.split("Provider index ")[1].split()[0]
+        for line in joined.splitlines()
+        if "Provider index " in line
+    )
+    if "Provider index 4" in joined and "Provider index 2" in joined:
+        # the 4/2 diagnostic: Provider index 4 and 2 in the tool_buffers table
+        buffers = stepper.locator(".pi-page:visible .pi-detail-col table").first
+        expect_rows = buffers.locator("tr")
+        assert expect_rows.count() == 3, notebook  # header, Provider index 4, Provider index 2
+        assert [expect_rows.nth(i).locator("td").first.inner_text() for i in (1, 2)] == ["4", "2"]
+        content = stepper.locator(".pi-page:visible .pi-detail-col table").last.locator("tr")
+        if "不存在" in joined:  # 05-5's broken run names slot 4 while content has one slot
+            assert "content[4] 不存在" in joined, notebook
+        else:  # content slots 0, 1, 2
+            slots = [content.nth(i).locator("td").first.inner_text() for i in range(1, content.count())]
+            assert slots == ["0", "1", "2"], (notebook, slots)
+
+
+def check_sse(texts: list[str], notebook: str) -> None:
+    joined = "\n".join(texts)
+    assert "空行" in joined and "↵" in joined, notebook
+    assert "缓冲区为空" in joined and "读取到此为止" in joined, notebook
+    assert "\\\\" not in joined, notebook
+
+
+def contrast(page: Any, selector: str) -> list[dict[str, Any]]:
+    results: list[dict[str, Any]] = page.evaluate(CONTRAST, selector)
+    return results
+
+
+PARALLEL = 2  # two notebooks at once: the next one loads and runs while this one is stepped
+
+
+def test_every_notebook_runs_and_every_stepper_steps_in_chromium(lab: Lab) -> None:
+    from playwright.sync_api import sync_playwright
 
     assert CHROMIUM.exists(), "Debian's chromium is required: apt-get install chromium"
+    assert NOTEBOOKS, "no notebooks"
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    for old in SCREENSHOTS.glob("*.png"):
+        old.unlink()
+    seen = Seen()
+    failures: list[str] = []
+    started = time.monotonic()
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
             executable_path=str(CHROMIUM),
@@ -88,41 +265,106 @@ def test_steppers_step_through_partials_in_chromium(lab: str) -> None:
                   "--disable-background-networking", "--disable-component-update", "--disable-sync"],
         )  # fmt: skip
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.set_default_timeout(90_000)
-            page.goto(lab)
-            page.locator(".jp-NotebookPanel").first.wait_for()
-            # Run All only once the kernel is connected and idle, or the cells are not queued.
-            expect(page.locator(".jp-StatusBar-TextItem", has_text="| Idle").first).to_be_visible()
-            page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
-            page.locator("li[data-command='runmenu:run-all']").click()
-            expect(page.locator(".jp-InputPrompt", has_text="[1]:").first).to_be_visible()
+            pending = list(NOTEBOOKS)
+            running: list[tuple[str, Any]] = []
 
-            stepper = page.locator(".widget-vbox", has_text="诊断 fixture：index 4 / 2").first
-            stepper.scroll_into_view_if_needed()
-            shown = stepper.locator(".widget-html-content:visible", has_text="step")
-            expect(shown).to_contain_text("step 0: start")
+            def start_next() -> None:
+                notebook = pending.pop(0)
+                page = browser.new_page(viewport={"width": 1400, "height": 1000})
+                page.set_default_timeout(90_000)
+                page.goto(lab.url(notebook))
+                page.locator(".jp-NotebookPanel").first.wait_for()
+                page.evaluate(f"() => {{ window.__runAll = ({RUN_ALL})(); }}")
+                running.append((notebook, page))
 
-            handle = stepper.locator(".noUi-handle").first
-            handle.focus()
-            for _ in range(5):
-                handle.press("ArrowRight")
-            expect(shown).to_contain_text("step 5: text_delta")
-            expect(shown).to_contain_text("先读，再查")
-            expect(shown.locator("td", has_text="先读，再查")).to_have_attribute(
-                "style", re.compile("fff3b0")
-            )
-            page.screenshot(path=str(SCREENSHOTS / "05-2-state-machine-step-5.png"), full_page=False)
-
-            mainline = page.locator(".widget-vbox", has_text="主线：call-1 / index 0").first
-            mainline.scroll_into_view_if_needed()
-            mainline.locator(".widget-play button").first.click()  # Play: 900 ms per step
-            playing = mainline.locator(".widget-html-content:visible", has_text="step")
-            expect(playing).to_contain_text("step 4: done")  # Play stops at the last step
-            expect(playing).to_contain_text("call-1 · read · {'path': 'README.md'}")
-            page.screenshot(path=str(SCREENSHOTS / "05-2-state-machine-play.png"), full_page=False)
-        except Exception:
-            page.screenshot(path=str(SCREENSHOTS / "05-2-state-machine-failure.png"), full_page=False)
-            raise
+            while pending and len(running) < PARALLEL:
+                start_next()
+            while running:
+                notebook, page = running.pop(0)
+                try:
+                    check_notebook(notebook, page, seen, failures)
+                finally:
+                    page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.shutdown()")
+                    page.close()
+                    seen.report.append(f"{notebook}: done at {time.monotonic() - started:.1f} s")
+                if pending:
+                    start_next()
         finally:
             browser.close()
+            lab.shutdown_kernels()
+    print("\n".join(seen.report))
+    assert not failures, "\n".join(failures)
+    assert seen.partial and seen.sse, seen.report
+    assert {"4", "2", "0"} <= seen.provider_indexes
+    assert seen.dark_done, "no 4/2 stepper to repeat in the dark theme"
+
+
+def check_notebook(notebook: str, page: Any, seen: Seen, failures: list[str]) -> None:
+    from playwright.sync_api import expect
+
+    stem = notebook.removesuffix(".ipynb")
+    try:
+        result = page.evaluate("() => window.__runAll")
+        failures.extend(f"{notebook} {error}" for error in result["errors"])
+        if result["unrun"]:
+            failures.append(f"{notebook}: cells not run {result['unrun']}")
+        page.screenshot(path=str(SCREENSHOTS / f"{stem}-light.png"))
+        steppers = page.locator(".pi-stepper")
+        count = steppers.count()
+        # the live widget shows each stepper once: its static table is hidden
+        expect(page.locator(".pi-static:visible")).to_have_count(0)
+        assert page.locator(".pi-static").count() >= count
+        dark_target: int | None = None
+        for number in range(count):
+            stepper = steppers.nth(number)
+            shot = SCREENSHOTS / f"{stem}-stepper-{number + 1}-light.png"
+            texts = step_through(page, stepper, shot)
+            if "pi-partial-stepper" in (stepper.get_attribute("class") or ""):
+                check_partial(texts, stepper, notebook, seen)
+                seen.partial.append(notebook)
+                joined = "\n".join(texts)
+                if "Provider index 4" in joined and "不存在" not in joined and dark_target is None:
+                    dark_target = number
+            else:
+                check_sse(texts, notebook)
+                seen.sse.append(notebook)
+            seen.report.append(f"{notebook} stepper {number + 1}: {len(texts)} steps")
+        if not seen.dark_done and dark_target is not None:
+            dark(page, steppers.nth(dark_target), stem, seen)
+    except Exception:
+        page.screenshot(path=str(SCREENSHOTS / f"{stem}-failure.png"))
+        raise
+
+
+def dark(page: Any, target: Any, stem: str, seen: Seen) -> None:
+    """The 4/2 stepper again in the dark theme: highlighted rows keep a 4.5:1 text contrast."""
+    from playwright.sync_api import expect
+
+    target.scroll_into_view_if_needed()
+    handle = target.locator(".noUi-handle").first
+    handle.focus()
+    handle.press("Home")
+    for _ in range(5):  # step 5: text "，再查" joins slot 1 — a changed slot and the current row
+        handle.press("ArrowRight")
+    expect(target.locator(".pi-page:visible tr.pi-current")).to_contain_text("▶ 5")
+    light = contrast(page, ".pi-stepper tr.pi-current > td")
+    page.evaluate(
+        "() => window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Dark'})"
+    )
+    expect(page.locator("body[data-jp-theme-light='false']")).to_have_count(1)
+    page.wait_for_timeout(800)  # the theme's stylesheet is applied after the attribute
+    target.scroll_into_view_if_needed()
+    target.screenshot(path=str(SCREENSHOTS / f"{stem}-stepper-dark.png"))
+    page.screenshot(path=str(SCREENSHOTS / f"{stem}-dark.png"))
+    rows = contrast(page, ".pi-stepper tr.pi-current > td")
+    changed = contrast(page, ".pi-stepper .pi-page tr.pi-changed > td")
+    assert rows and changed
+    for name, results in (("current row", rows), ("changed slot", changed), ("current row (light)", light)):
+        worst = min(results, key=lambda result: result["ratio"])
+        seen.report.append(f"{name} contrast ≥ {worst['ratio']:.2f}:1 (fg {worst['fg']}, bg {worst['bg']})")
+        assert worst["ratio"] >= 4.5, (name, worst)
+    seen.dark_done = True
+    page.evaluate(
+        "() => window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Light'})"
+    )
+    expect(page.locator("body[data-jp-theme-light='true']")).to_have_count(1)

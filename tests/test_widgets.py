@@ -49,13 +49,13 @@ def section(page: str, heading: str) -> str:
 async def test_the_4_2_stepper_shows_provider_indexes_and_content_slots() -> None:
     stepper = PartialStepper(DIAGNOSTIC_4_2_CHUNKS, await run(DIAGNOSTIC_4_2_CHUNKS), "4/2")
     # start, six chunks with one event each, finish with none, two toolcall_end, done
-    assert len(stepper.steps) == len(stepper.stack.children) == 11
+    assert len(stepper.steps) == len(stepper.pages) == len(stepper.stack.children) == 11
     assert (stepper.play.max, stepper.slider.max) == (10, 10)
-    page = stepper.stack.children[3].value  # chunk 3: tool index 2 → content_index 2
+    page = stepper.pages[3].value  # chunk 3: tool index 2 → content_index 2
     chunk = section(page, "读到的 ProviderChunk")
     assert "Provider index 2" in chunk and "call-search" in chunk
     buffers = section(page, "tool_buffers")
-    cells = [re.findall(r"<td>(.*?)</td>", row) for row in rows(buffers)]
+    cells = [re.findall(r"<td[^>]*>(.*?)</td>", row) for row in rows(buffers)]
     assert [(c[0], c[1], c[2], c[4]) for c in cells] == [
         ("<b>4</b>", "call-read", "read", "<b>0</b>"),
         ("<b>2</b>", "call-search", "search", "<b>2</b>"),
@@ -63,17 +63,17 @@ async def test_the_4_2_stepper_shows_provider_indexes_and_content_slots() -> Non
     assert [CHANGED in row for row in rows(buffers)] == [False, True]  # the buffer this chunk touched
     content = section(page, "partial.content")
     assert [CHANGED in row for row in rows(content)] == [False, False, True]
-    assert "Provider index 4" in stepper.stack.children[1].value
-    assert "Provider index 4" in stepper.stack.children[4].value  # index 4 again → slot 0
+    assert "Provider index 4" in stepper.pages[1].value
+    assert "Provider index 4" in stepper.pages[4].value  # index 4 again → slot 0
 
 
 async def test_the_whole_step_list_is_on_every_page_with_the_current_row_highlighted() -> None:
     stepper = PartialStepper(DIAGNOSTIC_4_2_CHUNKS, await run(DIAGNOSTIC_4_2_CHUNKS), "4/2")
-    for number, child in enumerate(stepper.stack.children):
+    for number, child in enumerate(stepper.pages):
         steps = rows(child.value, "pi-steps")
         assert len(steps) == 11
         assert [CURRENT in row for row in steps] == [i == number for i in range(11)]
-    listing = rows(stepper.stack.children[0].value, "pi-steps")
+    listing = rows(stepper.pages[0].value, "pi-steps")
     assert "index <b>4</b>" in listing[1] and "content_index <b>0</b>" in listing[1]
     assert "index <b>2</b>" in listing[3] and "content_index <b>2</b>" in listing[3]
     assert "finish tool_calls" in listing[7] and "无" in listing[7]  # finish: no event yet
@@ -81,11 +81,11 @@ async def test_the_whole_step_list_is_on_every_page_with_the_current_row_highlig
 
 async def test_raw_and_parsed_arguments_are_labelled() -> None:
     stepper = PartialStepper(MAINLINE_CHUNKS, await run(MAINLINE_CHUNKS), "mainline")
-    streaming = section(stepper.stack.children[2].value, "partial.content")
+    streaming = section(stepper.pages[2].value, "partial.content")
     assert "原文 · 流式中，尚未解析" in streaming and "已解析" not in streaming
     assert '<code class="pi-str">{&quot;path&quot;:&quot;README.md&quot;}</code>' not in streaming
     assert '<code class="pi-str">{"path":"README.md"}</code>' in streaming
-    parsed = section(stepper.stack.children[4].value, "partial.content")  # toolcall_end
+    parsed = section(stepper.pages[4].value, "partial.content")  # toolcall_end
     assert "已解析 · dict" in parsed and "{&#x27;path&#x27;: &#x27;README.md&#x27;}" not in parsed
     assert "{'path': 'README.md'}" in parsed
     assert "raw_arguments" in parsed and "原文" in parsed
@@ -158,13 +158,13 @@ class _BrokenAdapter:
 
 async def test_a_broken_run_shows_slot_4_named_while_content_has_one_slot() -> None:
     stepper = await PartialStepper.replay(DIAGNOSTIC_4_2_CHUNKS, "broken", model=_BrokenAdapter)
-    first = stepper.stack.children[1].value
+    first = stepper.pages[1].value
     content = section(first, "partial.content")
     assert [MISSING in row for row in rows(content)] == [False, True]
     assert "content[4] 不存在" in content and "只有 1 个槽位" in content
     assert "Provider index 4" in first
     buffers = rows(section(first, "tool_buffers"))
-    assert re.findall(r"<td>(.*?)</td>", buffers[0])[4] == "<b>4</b>"  # content_index 4
+    assert re.findall(r"<td[^>]*>(.*?)</td>", buffers[0])[4] == "<b>4</b>"  # content_index 4
     # The second chunk for index 4 assigns content[4]: an IndexError ends the stream there.
     kinds = [step.event.type if step.event else None for step in stepper.steps]
     assert kinds == ["start", "toolcall_delta", "text_delta", "toolcall_delta", "error"]
@@ -245,7 +245,13 @@ def test_the_mainline_split_has_ten_reads_with_the_cases_the_chapter_needs() -> 
     assert [b"".join(reads) for reads in responses] == list(mainline_sse_bodies())
     stepper = SSEBufferStepper.mainline()
     reads = stepper.reads
-    assert len(reads) == len(stepper.stack.children) == 10
+    assert len(reads) == len(stepper.pages) == 10
+    assert (stepper.slider.min, stepper.slider.max, stepper.play.min, stepper.stack.selected_index) == (
+        1,
+        10,
+        1,
+        1,
+    )
     # the chapter's cut, right after "call-"
     assert reads[0].text.endswith('"id":"call-') and reads[0].payloads == ()
     assert reads[1].payloads == (MAINLINE_SSE_LINE[6:].rstrip("\n"),)
@@ -275,14 +281,14 @@ def test_the_mainline_split_has_ten_reads_with_the_cases_the_chapter_needs() -> 
 
 def test_sse_pages_mark_line_ends_the_blank_line_the_read_end_and_the_empty_buffer() -> None:
     stepper = SSEBufferStepper.mainline()
-    second = stepper.stack.children[1].value
+    second = stepper.pages[1].value
     assert '<span class="pi-badge pi-blank">空行</span><span class="pi-nl">↵</span>' in second
     assert "第 2 次读取到此为止" in second
     assert section(second, "<h4>留在缓冲区").count("缓冲区为空") == 1
-    cut = stepper.stack.children[6].value
+    cut = stepper.pages[6].value
     assert "E7" in section(cut, "第 7 次读取") and "被切开的字符" in cut
-    assert "E7（上次暂存）+ 9A 84 → 的" in stepper.stack.children[7].value
-    for child in stepper.stack.children:
+    assert "E7（上次暂存）+ 9A 84 → 的" in stepper.pages[7].value
+    for child in stepper.pages:
         assert "\\\\" not in child.value  # no doubled backslashes
         assert len(rows(child.value, "pi-steps")) == 12  # ten reads + two response headers
     assert '\\"path\\":' in second  # the JSON escape itself, exactly as on the wire
@@ -302,6 +308,6 @@ def test_trace_reads_follows_the_chapter_split_inside_call_1() -> None:
     assert second.payloads == (MAINLINE_SSE_LINE[6:].rstrip("\n"),)
     assert second.pending == "" and second.collected == ()
     stepper = SSEBufferStepper([line[:cut], line[cut:]], "mainline")
-    assert len(stepper.stack.children) == 2
-    assert "call-1" in stepper.stack.children[1].value
+    assert len(stepper.pages) == 2
+    assert "call-1" in stepper.pages[1].value
     assert {"pi-stepper", "pi-sse-stepper"} <= set(stepper._dom_classes)

@@ -56,11 +56,11 @@ STYLE = """
 .pi-sv code, .pi-sv .pi-mono { font-family: var(--jp-code-font-family, monospace);
   font-size: var(--jp-code-font-size, 13px); }
 .pi-sv .pi-str { border: 1px solid var(--jp-border-color1, #aaa); border-radius: 3px; padding: 0 3px;
-  white-space: pre-wrap; word-break: break-all; background: var(--jp-layout-color1, #fff);
+  white-space: pre-wrap; overflow-wrap: anywhere; background: var(--jp-layout-color1, #fff);
   color: var(--jp-content-font-color0, #000); }
 .pi-sv .pi-page { display: flex; flex-wrap: wrap; gap: 4px 16px; align-items: flex-start; }
-.pi-sv .pi-steps-col { flex: 1 1 380px; min-width: 320px; }
-.pi-sv .pi-detail-col { flex: 1 1 440px; min-width: 340px; }
+.pi-sv .pi-steps-col { flex: 0 0 auto; }
+.pi-sv .pi-detail-col { flex: 1 1 420px; min-width: 0; }
 .pi-sv h4 { margin: 6px 0 2px; font-size: var(--jp-ui-font-size1, 13px); font-weight: 600;
   color: var(--jp-ui-font-color0, #000); }
 .pi-sv .pi-note { color: var(--jp-ui-font-color2, #555); font-style: italic; }
@@ -92,10 +92,11 @@ STYLE = """
 .pi-sv .pi-empty { border-color: var(--jp-border-color1, #999); color: var(--jp-ui-font-color1, #222);
   font-style: italic; }
 .pi-sv .pi-buffer { font-family: var(--jp-code-font-family, monospace);
-  font-size: var(--jp-code-font-size, 13px); white-space: pre-wrap; word-break: break-all;
+  font-size: var(--jp-code-font-size, 13px); white-space: pre-wrap; overflow-wrap: anywhere;
   border: 1px solid var(--jp-border-color1, #aaa); border-radius: 3px; padding: 3px 6px;
   background: var(--jp-layout-color1, #fff); color: var(--jp-content-font-color0, #000); }
-.pi-sv .pi-static-table td { max-width: 420px; }
+.pi-sv .pi-steps td, .pi-sv .pi-steps th, .pi-sv td.pi-nowrap { white-space: nowrap; }
+.pi-sv .pi-read { margin: 2px 0; }
 """
 
 #: Only in the live widget: once it renders, the static table of the same output is redundant.
@@ -138,13 +139,19 @@ class _Stepper(widgets.VBox):  # type: ignore[misc]
 
     kind = "stepper"
 
-    def __init__(self, title: str, pages: Sequence[str], lines: Sequence[str], static: str) -> None:
-        last = max(len(pages) - 1, 0)
-        self.play = widgets.Play(value=0, min=0, max=last, step=1, interval=900, description="播放")
-        self.slider = widgets.IntSlider(value=0, min=0, max=last, description="步")
-        self.stack = widgets.Stack(
-            [widgets.HTML(f'<div class="pi-sv">{page}</div>') for page in pages], selected_index=0
-        )
+    def __init__(
+        self, title: str, pages: Sequence[str], lines: Sequence[str], static: str, *, first: int = 0
+    ) -> None:
+        # The slider shows the numbers the pages use (steps from 0, reads from 1); the Stack is
+        # indexed from 0, so numbering from 1 puts an unused empty page in front.
+        last = first + max(len(pages) - 1, 0)
+        label = "步" if first == 0 else "读取"
+        self.play = widgets.Play(value=first, min=first, max=last, step=1, interval=900, description="播放")
+        self.slider = widgets.IntSlider(value=first, min=first, max=last, description=label)
+        children = [widgets.HTML("") for _ in range(first)]
+        children += [widgets.HTML(f'<div class="pi-sv">{page}</div>') for page in pages]
+        self.stack = widgets.Stack(children, selected_index=first)
+        self.pages = children[first:]
         # Linked in the browser: stepping works from saved widget state, with no kernel.
         self.links = [
             widgets.jslink((self.play, "value"), (self.slider, "value")),
@@ -472,10 +479,10 @@ def _content_html(step: PartialStep) -> str:
         kind, value = _slot_value_html(block, slot, step.parsed_slots)
         cls = f' class="{CHANGED}"' if slot == step.changed_slot else ""
         mark = " ◀ 本步" if slot == step.changed_slot else ""
-        rows.append(f"<tr{cls}><td>{slot}{mark}</td><td>{kind}</td><td>{value}</td></tr>")
+        rows.append(f'<tr{cls}><td class="pi-nowrap">{slot}{mark}</td><td>{kind}</td><td>{value}</td></tr>')
     if step.changed_slot is not None and step.changed_slot >= len(step.content):
         rows.append(
-            f'<tr class="{MISSING}"><td>{step.changed_slot} ◀ 本步</td><td>—</td>'
+            f'<tr class="{MISSING}"><td class="pi-nowrap">{step.changed_slot} ◀ 本步</td><td>—</td>'
             f"<td>content[{step.changed_slot}] 不存在：事件指向槽位 {step.changed_slot}，"
             f"可 content 只有 {len(step.content)} 个槽位</td></tr>"
         )
@@ -501,8 +508,8 @@ def _buffers_html(step: PartialStep) -> str:
         slot = "—" if buffer.content_index is None else str(buffer.content_index)
         state = _badge("已解析", "parsed") if buffer.parsed else _badge("原文", "raw")
         rows.append(
-            f"<tr{cls}><td><b>{buffer.provider_index}</b></td><td>{_esc(buffer.id)}</td>"
-            f"<td>{_esc(buffer.name)}</td><td>{state}{_str_box(buffer.raw_arguments)}</td>"
+            f'<tr{cls}><td><b>{buffer.provider_index}</b></td><td class="pi-nowrap">{_esc(buffer.id)}</td>'
+            f'<td class="pi-nowrap">{_esc(buffer.name)}</td><td>{state}{_str_box(buffer.raw_arguments)}</td>'
             f"<td><b>{slot}</b></td></tr>"
         )
     head = "<tr><th>Provider index</th><th>id</th><th>name</th><th>参数原文</th><th>content_index</th></tr>"
@@ -609,13 +616,43 @@ def _partial_page(steps: Sequence[PartialStep], step: PartialStep, unread: Seque
     )
 
 
+def _buffers_compact(step: PartialStep) -> str:
+    if not step.buffers:
+        return '<span class="pi-note">空</span>'
+    lines = []
+    for buffer in step.buffers:
+        cls = f' class="{CHANGED}"' if buffer.provider_index == step.touched_buffer else ""
+        slot = "—" if buffer.content_index is None else str(buffer.content_index)
+        state = _badge("已解析", "parsed") if buffer.parsed else _badge("原文", "raw")
+        lines.append(
+            f"<div{cls}>index <b>{buffer.provider_index}</b> → {_esc(buffer.id)} · {_esc(buffer.name)} · "
+            f"{state}{_str_box(buffer.raw_arguments)} · content_index <b>{slot}</b></div>"
+        )
+    return "".join(lines)
+
+
+def _content_compact(step: PartialStep) -> str:
+    lines = []
+    for slot, block in enumerate(step.content):
+        kind, value = _slot_value_html(block, slot, step.parsed_slots)
+        changed = slot == step.changed_slot
+        cls = f' class="{CHANGED}"' if changed else ""
+        lines.append(f"<div{cls}><b>[{slot}]</b>{' ◀' if changed else ''} {kind} · {value}</div>")
+    if step.changed_slot is not None and step.changed_slot >= len(step.content):
+        lines.append(
+            f'<div class="{MISSING}"><b>[{step.changed_slot}]</b> ◀ content[{step.changed_slot}] 不存在'
+            f"（content 只有 {len(step.content)} 个槽位）</div>"
+        )
+    return "".join(lines) or '<span class="pi-note">空</span>'
+
+
 def _partial_static(steps: Sequence[PartialStep], unread: Sequence[int]) -> str:
     rows = []
     for step in steps:
         rows.append(
             f'<tr class="pi-row"><td>{step.number}</td><td>{_chunk_cell(step)}</td>'
             f"<td>{_event_html(step.event)}</td>"
-            f"<td>{_buffers_html(step)}</td><td>{_content_html(step)}</td></tr>"
+            f"<td>{_buffers_compact(step)}</td><td>{_content_compact(step)}</td></tr>"
         )
     unread_note = _unread_note(unread)
     head = (
@@ -875,10 +912,10 @@ def _read_html(step: ReadStep) -> str:
         rest = step.data[: len(char.encode()) - len(step.carried)]
         joined = f"{_hex(step.carried)}（上次暂存）+ {_hex(rest)} → {char}"
         parts.append(_badge(joined, "readend"))
-    parts.append(f'<span class="pi-buffer">{_marked(step.text)}</span>' if step.text else "")
+    parts.append(_marked(step.text))
     if step.held:
         parts.append(_badge(f"被切开的字符：{_hex(step.held)}（暂存，等下一次读取）", "readend"))
-    return "".join(parts)
+    return f'<div class="pi-buffer pi-read">{"".join(parts)}</div>'
 
 
 def _buffer_html(step: ReadStep) -> str:
@@ -1023,4 +1060,4 @@ class SSEBufferStepper(_Stepper):
             self.reads += trace_reads(reads, response=number, start=len(self.reads) + 1)
         pages = [_sse_page(self.reads, step) for step in self.reads]
         lines = [_sse_line(step) for step in self.reads]
-        _Stepper.__init__(self, title, pages, lines, _sse_static(self.reads))
+        _Stepper.__init__(self, title, pages, lines, _sse_static(self.reads), first=1)
