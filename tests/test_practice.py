@@ -114,16 +114,20 @@ def test_an_existing_non_empty_directory_is_refused_and_left_untouched(tmp_path:
     assert [path.name for path in tmp_path.iterdir()] == ["mine.txt"]
 
 
-def test_reference_passes_eleven(tmp_path: Path) -> None:
+def test_reference_passes_eleven_and_the_checks_beyond(tmp_path: Path) -> None:
     result = cli("check", "05", cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert result.stdout.splitlines() == [
+    lines = result.stdout.splitlines()
+    assert lines[:5] == [
         "出站转换：1/1 通过",
         "normalized transport 状态机：3/3 通过",
         "SSE 与 unknown 边界：5/5 通过",
         "fetch transport 与密钥脱敏：2/2 通过",
         "第 05 章聚焦测试：11/11",
     ]
+    beyond = re.fullmatch(r"本章之外的检查：(\d+)/(\d+)", lines[5])
+    assert beyond is not None and beyond[1] == beyond[2], lines[5]
+    assert all(line.startswith("  ✓ ") for line in lines[6:])
 
 
 def test_fresh_copy_shows_the_first_red_light_then_turns_green_step_by_step(practice: Path) -> None:
@@ -151,20 +155,20 @@ def test_fresh_copy_shows_the_first_red_light_then_turns_green_step_by_step(prac
     )
     half = make_starter((PACKAGE / "http.py").read_text(encoding="utf-8"), steps={"5.4"})
     (practice / "pi_course" / "http.py").write_text(half, encoding="utf-8")
-    lines = cli("check", "05", cwd=practice).stdout.splitlines()
+    lines = cli("check", "05", "--course-only", cwd=practice).stdout.splitlines()
     assert lines[2:5] == [
         "SSE 与 unknown 边界：5/5 通过",
         "fetch transport 与密钥脱敏：0/2 未通过",
         "第 05 章聚焦测试：9/11",
     ]
-    # Then one line per failing test, saying what to look at first.
-    assert [line.split(":")[0] for line in lines[5:]] == [
+    # Then a line per failing test, saying what to look at first (and the decisive difference).
+    assert [line.split(" — ")[0] for line in lines[5:] if line.startswith("  ✗ ")] == [
         "  ✗ test_fetch_transport_sends_the_exact_request",
         "  ✗ test_fetch_transport_redacts_the_key_from_an_underlying_error",
     ]
 
     copy_reference(practice, TEACHING_FILES)
-    green = cli("check", "05", cwd=practice)
+    green = cli("check", "05", "--course-only", cwd=practice)
     assert green.returncode == 0 and green.stdout.splitlines()[-1] == "第 05 章聚焦测试：11/11"
 
 
