@@ -311,3 +311,22 @@ def test_trace_reads_follows_the_chapter_split_inside_call_1() -> None:
     assert len(stepper.pages) == 2
     assert "call-1" in stepper.pages[1].value
     assert {"pi-stepper", "pi-sse-stepper"} <= set(stepper._dom_classes)
+
+
+def test_nbconvert_html_shows_the_static_table_even_with_saved_widget_state() -> None:
+    """nbconvert picks the widget view whenever the state is saved; the static output still shows."""
+    import nbformat
+    from nbclient import NotebookClient
+    from nbconvert import HTMLExporter
+
+    source = "from pi_course.notebook.widgets import SSEBufferStepper\nSSEBufferStepper.mainline()"
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)])
+    NotebookClient(notebook, kernel_name="python3", store_widget_state=True).execute()
+    static, live = notebook.cells[0].outputs
+    assert set(static["data"]) == {"text/html", "text/plain"}
+    assert "application/vnd.jupyter.widget-view+json" in live["data"]
+    assert live["data"]["application/vnd.jupyter.widget-view+json"]["model_id"] in str(
+        notebook.metadata.widgets
+    )
+    page, _ = HTMLExporter().from_notebook_node(notebook)
+    assert page.count('<tr class="pi-row">') == 10 and "缓冲区为空" in page
