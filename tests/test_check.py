@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -37,9 +36,6 @@ def cli(*args: str, cwd: Path = ROOT, env: dict[str, str] | None = None) -> subp
 def new_practice(directory: Path) -> Path:
     result = cli("practice", "05", str(directory))
     assert result.returncode == 0, result.stderr
-    beyond = directory / "tests" / checkpoint.BEYOND_TEST
-    if not beyond.exists():  # until practice copies carry it
-        shutil.copyfile(ROOT / "tests" / checkpoint.BEYOND_TEST, beyond)
     return directory
 
 
@@ -99,8 +95,8 @@ def test_a_blocked_read_is_named_with_its_meaning_within_the_bound(tmp_path: Pat
     edit(copy, "http.py", "yield abort.iterate(response.aiter_bytes())", "yield response.aiter_bytes()")
     env = {**os.environ, "PI_COURSE_TEST_TIMEOUT": "1"}
     started = time.monotonic()
-    result = cli("check", "05", cwd=copy, env=env)
-    assert time.monotonic() - started < 20
+    result = cli("check", "05", "--course-only", cwd=copy, env=env)
+    assert time.monotonic() - started < checkpoint.RUN_TIMEOUT
     assert result.returncode == 1
     assert "SSE 与 unknown 边界：4/5 未通过" in result.stdout
     failing = [line for line in result.stdout.splitlines() if line.startswith("  ✗ ")]
@@ -155,7 +151,7 @@ def test_failures_show_both_strings_in_full_and_the_error_message_of_an_error_ev
     edit(copy, "adapter.py", "content[buffer.content_index] = buffer.streaming_call()",
          "content[buffer.content_index + 1] = buffer.streaming_call()")  # fmt: skip
     report = run_focused(steps_for(None), copy)
-    assert (report.passed["5.2"], report.passed["5.4"]) == (2, 1)
+    assert report.passed["5.2"] < 3 and report.passed["5.4"] == 1
     url = "\n".join(failure_lines(report, "test_fetch_transport_sends_the_exact_request"))
     assert "      实际：'https://provider.invalid/v1//chat/completions'" in url
     assert "      期望：'https://provider.invalid/v1/chat/completions'" in url

@@ -385,11 +385,11 @@ def report_lines(report: Report, steps: tuple[Step, ...]) -> list[str]:
     elif report.beyond is not None:
         passed = sum(ok for _, ok in report.beyond)
         lines.append(f"本章之外的检查：{passed}/{len(report.beyond)}")
-        if report.ok(steps):
+        if report.ok(steps):  # the failing ones follow, each with its next step (next_step_lines)
             for name, ok in report.beyond:
                 detail = report.details.get(name)
-                label = detail.label if detail is not None and detail.label else name
-                lines.append(f"  {'✓' if ok else '✗'} {label}")
+                if ok:
+                    lines.append(f"  ✓ {detail.label if detail is not None and detail.label else name}")
         else:
             lines.append("  （先让聚焦测试全部通过，再看这几项）")
     if report.stopped is not None:
@@ -472,35 +472,36 @@ def _difference_lines(difference: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _is_assertion(message: str) -> bool:
-    return message.startswith(("AssertionError", "assert "))
+def _bare_assert(message: str) -> bool:
+    """A plain ``assert`` without a message of its own: its source line says what was checked."""
+    return message.startswith(("assert ", "AssertionError: assert "))
 
 
-def failure_lines(report: Report, name: str, *, beyond: bool = False) -> list[str]:
+def failure_lines(report: Report, name: str, *, beyond: bool = False, same_hint: bool = False) -> list[str]:
     """One line naming the test and the next step, then the decisive lines, indented."""
     detail = report.details.get(name, Detail())
     if detail.timeout is not None:
-        meaning = _lookup(TIMEOUT_MEANINGS, name) or TIMEOUT_MEANING
-        decisive = [f"超过 {detail.timeout:g} 秒没有结束：{meaning}。"]
-        if detail.where:
+        meaning = _lookup(TIMEOUT_MEANINGS, name)
+        decisive = [f"超过 {detail.timeout:g} 秒没有结束：{meaning or TIMEOUT_MEANING}。"]
+        if detail.where and meaning is None:  # a known meaning already names the place to look
             decisive.append(f"停在 {detail.where}")
     else:
         decisive = []
-        if detail.assertion and (detail.difference is not None or _is_assertion(detail.message)):
+        if detail.assertion and (detail.difference is not None or _bare_assert(detail.message)):
             statement = detail.assertion + ("…" if detail.assertion[-1:] in "([{" else "")
             decisive.append(f"断言：{_shorten(statement)}")
         if detail.difference is not None:
             decisive += _difference_lines(detail.difference)
         elif detail.message:
-            decisive.append(_shorten(detail.message.splitlines()[0], 2 * WIDTH))
+            first = detail.message.splitlines()[0]
+            decisive.append(_shorten(first.removeprefix("AssertionError: "), 2 * WIDTH))
         for message in detail.error_messages:
             decisive.append(f"你的代码发出了 error 事件，error_message：{_shorten(repr(message), 2 * WIDTH)}")
         if detail.where and detail.difference is None:
             decisive.append(f"出错位置：{detail.where}")
     if beyond:
-        next_step = detail.hint or "见 tests/test_05_beyond.py 中这项检查的说明"
-        title = detail.label or name
-        head = f"  ✗ {title}（{name}）— 下一步：{next_step}"
+        next_step = "同上" if same_hint else detail.hint or "见 tests/test_05_beyond.py 中这项检查的说明"
+        head = f"  ✗ {detail.label or name}（{name}）— 下一步：{next_step}"
     else:
         next_step = _lookup(HINTS, name) or "见 tests/test_05_provider_adapter.py 中这项测试"
         head = f"  ✗ {name} — 下一步：看 {next_step}"
@@ -524,9 +525,14 @@ def next_step_lines(report: Report, steps: tuple[Step, ...]) -> list[str]:
         if later:
             lines.append(f"  之后还未通过：实践 {'、'.join(later)}（先完成实践 {first.number}）")
         return lines
+    previous_hint: str | None = None
     for name, ok in report.beyond or ():
         if not ok:
-            lines += failure_lines(report, name, beyond=True)
+            hint = report.details.get(name, Detail()).hint
+            lines += failure_lines(
+                report, name, beyond=True, same_hint=hint is not None and hint == previous_hint
+            )
+            previous_hint = hint
     return lines
 
 
