@@ -191,3 +191,12 @@ def test_a_completed_copy_passes_nbval_lax(tmp_path: Path) -> None:
         cwd=copy, capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert run.returncode == 0, run.stdout[-3000:]
+
+
+@pytest.mark.parametrize("done", [{"5.1", "5.2"}, {"5.1", "5.2", "5.3"}], ids=["5.3-pending", "5.4-starter"])
+def test_the_networked_notebooks_run_at_the_later_stages(tmp_path: Path, done: set[str]) -> None:
+    copy = _practice_copy(tmp_path, done=done)
+    for name in ("05-0-overview.ipynb", "05-4-http-and-redaction.ipynb"):
+        texts = "\n".join(_run(copy / "notebooks" / name))
+        if "5.3" not in done:
+            assert "需要先完成实践 5.3" in texts, name

@@ -50,15 +50,28 @@ def missing_step(error: BaseException) -> str | None:
     return None
 
 
+def _stop_at_stub(events: Sequence[ModelEvent]) -> None:
+    last = events[-1] if events else None
+    if last is not None and last.type == "error" and _STUB.search(last.error.error_message or ""):
+        raise StepNotDone(last.error.error_message)
+
+
 def show_events(events: Sequence[ModelEvent]) -> None:
     """Print one line per event; a stream that ended on a practice stub names the step instead."""
-    last = events[-1] if events else None
-    if last is not None and last.type == "error":
-        found = _STUB.search(last.error.error_message or "")
-        if found:
-            raise StepNotDone(last.error.error_message)
+    _stop_at_stub(events)
     for event in events:
         print(describe_event(event))
+
+
+def final_message(events: Sequence[ModelEvent]) -> AssistantMessage:
+    """The message the terminal event carries, ``done`` or ``error`` alike (a practice stub: the step)."""
+    _stop_at_stub(events)
+    last = events[-1]
+    if last.type == "done":
+        return last.message
+    if last.type == "error":
+        return last.error
+    raise ValueError(f"the stream has not ended: its last event is {last.type}")
 
 
 # --- the reference outputs a practice copy shows ---------------------------------------------------
@@ -206,13 +219,3 @@ def _handler(
     display(expected_bundle(expected), raw=True)
     _session.handled = True
     return None
-
-
-def final_message(events: Sequence[ModelEvent]) -> AssistantMessage:
-    """The message the terminal event carries, ``done`` or ``error`` alike."""
-    last = events[-1]
-    if last.type == "done":
-        return last.message
-    if last.type == "error":
-        return last.error
-    raise ValueError(f"the stream has not ended: its last event is {last.type}")
