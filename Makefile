@@ -13,14 +13,14 @@ NEEDS_311 := import sys; sys.exit(sys.version_info < (3, 11))
 python-ok:
 	@if [ -e $(VENV) ]; then \
 	  if ! $(BIN)/python -c '$(NEEDS_311)' 2>/dev/null; then \
-	    found=$$($(BIN)/python -c 'import platform; print(platform.python_version())' 2>/dev/null || echo "a Python that no longer runs"); \
+	    found=$$($(BIN)/python -c 'import platform; print("Python", platform.python_version())' 2>/dev/null || echo "a Python that no longer runs"); \
 	    echo "$(VENV) was made with $$found, but pi_course needs Python >= 3.11." >&2; \
 	    echo "Fix: rm -rf $(VENV), then run make again (add PYTHON=python3.12, or any Python >= 3.11, if $(PYTHON) is older)." >&2; \
 	    exit 1; \
 	  fi; \
 	elif ! $(PYTHON) -c '$(NEEDS_311)' 2>/dev/null; then \
-	  found=$$($(PYTHON) -c 'import platform; print(platform.python_version())' 2>/dev/null || echo "not found"); \
-	  echo "PYTHON=$(PYTHON) is $$found, but pi_course needs Python >= 3.11." >&2; \
+	  found=$$($(PYTHON) -c 'import platform; print("is Python", platform.python_version())' 2>/dev/null || echo "does not run"); \
+	  echo "PYTHON=$(PYTHON) $$found, but pi_course needs Python >= 3.11." >&2; \
 	  echo "Fix: run make PYTHON=python3.12 (or the path of any Python >= 3.11)." >&2; \
 	  exit 1; \
 	fi
