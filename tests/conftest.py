@@ -158,18 +158,20 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         facts.append(("pi_course_timeout", f"{timed_out:g}"))
         if _timeouts >= MAX_TIMEOUTS:
             item.session.shouldstop = f"{_timeouts} 项测试超时，其余测试不再运行"
-    if _comparisons and isinstance(call.excinfo.value, AssertionError):
-        op, left, right = _comparisons[-1]
-        if op == "==":
-            facts.append(
-                ("pi_course_difference", json.dumps(first_difference(left, right), ensure_ascii=False))
-            )
-    messages = _error_messages(call.excinfo.tb, item.path)
-    if messages:
-        facts.append(("pi_course_error_message", json.dumps(messages, ensure_ascii=False)))
-    where = _innermost_package_line(call.excinfo.value)
-    if where:
-        facts.append(("pi_course_where", where))
+    with contextlib.suppress(Exception):  # a fact that cannot be computed is left out, never fatal
+        if _comparisons and isinstance(call.excinfo.value, AssertionError):
+            op, left, right = _comparisons[-1]
+            if op == "==":
+                difference = json.dumps(first_difference(left, right), ensure_ascii=False)
+                facts.append(("pi_course_difference", difference))
+    with contextlib.suppress(Exception):
+        messages = _error_messages(call.excinfo.tb, item.path)
+        if messages:
+            facts.append(("pi_course_error_message", json.dumps(messages, ensure_ascii=False)))
+    with contextlib.suppress(Exception):
+        where = _innermost_package_line(call.excinfo.value)
+        if where:
+            facts.append(("pi_course_where", where))
     item.user_properties.extend(facts)
     report.user_properties = list(item.user_properties)
     if facts:
