@@ -32,7 +32,7 @@ $(STAMP): pyproject.toml | python-ok
 	touch $(STAMP)
 
 lab: $(STAMP)
-	$(BIN)/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) notebooks/
+	$(BIN)/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) notebooks/05-0-overview.ipynb
 
 lint: $(STAMP)
 	$(BIN)/ruff check pi_course tests bench tools
