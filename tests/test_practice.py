@@ -197,6 +197,7 @@ def test_checkpoint_command_and_target_diff() -> None:
     diff = cli("checkpoint", "05", "--diff").stdout
     assert "--- starter/pi_course/types.py" in diff and "+++ target/pi_course/types.py" in diff
     assert "+class ToolDefinition:" in diff
+    assert "+++ target/pi_course/__init__.py" in diff and "+    ToolDefinition," in diff
     assert '-    raise NotImplementedError("Lab 5.1 出站转换 尚未实现")' in diff
     assert "BEGIN LAB" not in diff
 
@@ -214,10 +215,17 @@ def test_a_wheel_carries_what_practice_needs(tmp_path: Path) -> None:
         archive.extractall(site)
     assert "pi_course/_course/tests/test_05_provider_adapter.py" in names
     assert "pi_course/_course/notebooks/05-2-state-machine.ipynb" in names
+    assert "pi_course/_course/tests/test_05_beyond.py" in names
+    assert "pi_course/course/templates/LEARNING.md" in names
 
     env = {**os.environ, "PYTHONPATH": str(site)}
     made = cli("practice", "05", str(tmp_path / "lab"), cwd=tmp_path, env=env)
     assert made.returncode == 0, made.stderr
     assert (tmp_path / "lab" / "tests" / "test_05_provider_adapter.py").is_file()
-    assert len(list((tmp_path / "lab" / "notebooks").glob("05-*.ipynb"))) == 7
+    assert (tmp_path / "lab" / "tests" / "test_05_beyond.py").is_file()
+    assert (tmp_path / "lab" / "pi_course" / "course" / "target-05" / "http.py").is_file()
+    assert not (tmp_path / "lab" / "pi_course" / "_course").exists()
+    assert len(list((tmp_path / "lab" / "notebooks").glob("05-*.ipynb"))) == len(
+        list((ROOT / "notebooks").glob("05-*.ipynb"))
+    )
     shutil.rmtree(site)
