@@ -1,12 +1,12 @@
 """The notebooks' helpers: practice stages, 预期输出, the 05-5 experiment, the diagrams.
 
-The slow tests run the notebooks of real practice copies (fresh, and with 5.1 done) the way a
-learner's Run All does, and assert that no cell ends in a traceback.
+The slow tests run the notebooks of real practice copies (fresh, with 5.1 done, with 5.1-5.3
+done) the way a learner's Run All does, and assert that no cell ends in a traceback. Completed
+copies with learners' own code are run under nbval-lax by test_learners.py.
 """
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -100,8 +100,10 @@ async def test_the_experiment_confuses_the_indexes_of_any_adapter_and_then_resto
     with breakit.confused_indexes() as experiment:
         broken = [event async for event in model().stream(mainline_context())]
     assert experiment.fired
-    assert [getattr(event, "content_index", None) for event in broken[1:4]] == [4, 1, 2]
+    first = broken[1]  # an adapter that appends first names slot 4; one that assigns content[4] fails at once
+    assert getattr(first, "content_index", None) == 4 or first.type == "error"
     assert broken[-1].type == "error"
+    assert "index out of range" in (lesson.final_message(broken).error_message or "")
     healthy = [event async for event in model().stream(mainline_context())]
     assert healthy[-1].type == "done"
     assert len([1, 2]) == 2  # the real len is back
@@ -163,14 +165,24 @@ def _run(notebook: Path) -> list[str]:
     return texts
 
 
+def _nbval_lax(copy: Path) -> None:
+    notebooks = sorted(str(path) for path in (copy / "notebooks").glob("05-[0-6]-*.ipynb"))
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "--nbval-lax", "--nbval-current-env", "-p", "no:randomly",
+         "-p", "no:cacheprovider", "-o", "addopts=", *notebooks],
+        cwd=copy, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout[-3000:]
+
+
 def test_a_fresh_copy_runs_every_notebook_and_shows_what_is_missing(tmp_path: Path) -> None:
     copy = _practice_copy(tmp_path, done=set())
-    for notebook in sorted((copy / "notebooks").glob("05-[0-6]-*.ipynb")):
-        texts = "\n".join(_run(notebook))
-        assert "需要先完成实践 5." in texts, notebook.name
-        assert "预期输出" in texts, notebook.name
-    metadata = json.loads((copy / "notebooks" / "05-2-state-machine.ipynb").read_text(encoding="utf-8"))
-    assert any(cell.get("metadata", {}).get("pi_course") for cell in metadata["cells"])
+    _nbval_lax(copy)
+    for name in ("05-0-overview.ipynb", "05-2-state-machine.ipynb"):
+        texts = "\n".join(_run(copy / "notebooks" / name))
+        assert "需要先完成实践 5.1" in texts and "预期输出：\n" in texts, name
+    overview = "\n".join(_run(copy / "notebooks" / "05-0-overview.ipynb"))
+    assert "toolcall_end   #0 read" in overview  # the reference's output, shown as 预期输出
 
 
 def test_with_5_1_done_the_state_machine_notebook_names_5_2(tmp_path: Path) -> None:
@@ -180,17 +192,6 @@ def test_with_5_1_done_the_state_machine_notebook_names_5_2(tmp_path: Path) -> N
     assert "0/3" in texts
     outbound = "\n".join(_run(copy / "notebooks" / "05-1-outbound.ipynb"))
     assert "需要先完成" not in outbound and "出站转换：1/1 通过" in outbound
-
-
-def test_a_completed_copy_passes_nbval_lax(tmp_path: Path) -> None:
-    copy = _practice_copy(tmp_path, done={"5.1", "5.2", "5.3", "5.4"})
-    notebooks = sorted(str(path) for path in (copy / "notebooks").glob("05-[0-6]-*.ipynb"))
-    run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "--nbval-lax", "--nbval-current-env", "-p", "no:randomly",
-         "-p", "no:cacheprovider", "-o", "addopts=", *notebooks],
-        cwd=copy, capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    assert run.returncode == 0, run.stdout[-3000:]
 
 
 @pytest.mark.parametrize("done", [{"5.1", "5.2"}, {"5.1", "5.2", "5.3"}], ids=["5.3-pending", "5.4-starter"])

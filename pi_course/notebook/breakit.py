@@ -16,7 +16,7 @@ import shutil
 import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ class _State:
     current: object = None  # the chunk the adapter is handling right now
     fired: bool = False  # the confused len() changed at least one answer
     marker: Path | None = None
+    swaps: list[tuple[int, int]] = field(default_factory=list)  # (provider index, the real length)
 
 
 _state = _State()
@@ -44,7 +45,10 @@ def confused_len(value: Any) -> int:
     chunk = _state.current
     if getattr(chunk, "type", None) == "tool" and _is_content(value):
         index: int = chunk.index  # type: ignore[attr-defined]
-        if index != builtins.len(value) and not _state.fired:
+        real = builtins.len(value)
+        if index != real:
+            _state.swaps.append((index, real))
+        if index != real and not _state.fired:
             _state.fired = True
             if _state.marker is not None:
                 _state.marker.write_text("fired\n", encoding="utf-8")
@@ -86,6 +90,7 @@ def _patch() -> Callable[[], None]:
 def confused_indexes() -> Iterator[_State]:
     """Inside the block, ``pi_course.adapter`` confuses the two indexes (use :class:`Watched`)."""
     _state.fired = False
+    _state.swaps.clear()
     restore = _patch()
     try:
         yield _state
