@@ -213,6 +213,8 @@ def first_difference(left: object, right: object) -> dict[str, Any]:
             break
     path = "".join(name for name, _, _ in steps)
     found: dict[str, Any] = {"path": path, "actual": _shown(left), "expected": _shown(right)}
+    if type(left) is not type(right) and _MISSING not in (left, right):
+        found["types"] = [type(left).__name__, type(right).__name__]
     if len(steps) > 1:
         outer, outer_left, outer_right = steps[0]
         found["outer"] = {"path": outer, "actual": _shown(outer_left), "expected": _shown(outer_right)}

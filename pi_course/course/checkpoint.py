@@ -466,7 +466,10 @@ def _difference_lines(difference: dict[str, Any]) -> list[str]:
     actual, expected = _aligned(chosen["actual"], chosen["expected"])
     where = f" {path}" if path else ""
     lines = [f"实际{where}：{actual}", f"期望{where}：{expected}"]
-    if chosen is outer and difference["path"] != outer["path"]:
+    if difference.get("types"):
+        actual_type, expected_type = difference["types"]
+        lines.append(f"（类型不同：实际是 {actual_type}，期望是 {expected_type}）")
+    elif chosen is outer and difference["path"] != outer["path"]:
         inner_actual, inner_expected = _aligned(difference["actual"], difference["expected"], WIDTH // 2)
         lines.append(f"（第一处不同：{difference['path']}，{inner_actual} ≠ {inner_expected}）")
     return lines
