@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import nbformat
 import pytest
 
 pytestmark = pytest.mark.browser
@@ -47,10 +48,10 @@ class Lab:
     base: str
     token: str
 
-    def url(self, notebook: str) -> str:
+    def url(self, notebook: str, folder: str = "notebooks") -> str:
         # One workspace per notebook: several are open at once, each in its own page.
         workspace = notebook.removesuffix(".ipynb")
-        return f"{self.base}/lab/workspaces/{workspace}/tree/notebooks/{notebook}?reset&token={self.token}"
+        return f"{self.base}/lab/workspaces/{workspace}/tree/{folder}/{notebook}?reset&token={self.token}"
 
     def shutdown_kernels(self) -> None:
         headers = {"Authorization": f"token {self.token}"}
@@ -61,6 +62,9 @@ class Lab:
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     """JupyterLab on a scratch copy of notebooks/, beside links to the rest of the repository."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    for old in SCREENSHOTS.glob("*.png"):
+        old.unlink()
     home = tmp_path_factory.mktemp("lab")
     shutil.copytree(
         ROOT / "notebooks", home / "notebooks", ignore=shutil.ignore_patterns(".ipynb_checkpoints")
@@ -72,14 +76,27 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     tracker = settings / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
     tracker.parent.mkdir(parents=True)
     tracker.write_text('{"windowingMode": "none"}')  # every cell in the DOM, as a learner scrolls
+    notification = settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
+    notification.parent.mkdir(parents=True)
+    notification.write_text('{"fetchNews": "false", "checkForUpdates": false}')  # no news toast
     port, token = free_port(), secrets.token_hex(16)
     env = {
         **os.environ,
+        "JUPYTER_DATA_DIR": str(home / "data"),  # holds the notebook signatures `jupyter trust` writes
         "JUPYTER_CONFIG_DIR": str(home / "config"),
         "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
         "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"),
         "JUPYTERLAB_SETTINGS_DIR": str(settings),
     }
+    saved = home / "saved" / "steppers.ipynb"
+    saved_state_notebook(saved)
+    copy = nbformat.read(saved, as_version=4)
+    copy.metadata["copy"] = "untrusted"  # another digest: the signature below does not cover it
+    nbformat.write(copy, saved.with_name("untrusted.ipynb"))  # as a fresh clone: never signed here
+    # Lab renders widgets only in trusted output: what a learner gets from File → Trust Notebook.
+    subprocess.run(
+        [sys.executable, "-m", "jupyter", "trust", str(saved)], env=env, check=True, capture_output=True
+    )
     server = subprocess.Popen(
         [
             sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
@@ -107,6 +124,29 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
             server.wait(timeout=20)
         except subprocess.TimeoutExpired:
             server.kill()
+
+
+SAVED_STATE_SOURCE = """\
+from pi_course.course.fixtures import MAINLINE_CHUNKS
+from pi_course.notebook.widgets import PartialStepper, SSEBufferStepper
+
+await PartialStepper.replay(MAINLINE_CHUNKS, "主线（保存的 widget 状态）")
+"""
+
+
+def saved_state_notebook(path: Path) -> None:
+    """A notebook executed by nbclient with its widget state saved, as `make notebooks` stores them."""
+    from nbclient import NotebookClient
+
+    cells = [
+        nbformat.v4.new_code_cell(SAVED_STATE_SOURCE),
+        nbformat.v4.new_code_cell("SSEBufferStepper.mainline()"),
+    ]
+    notebook = nbformat.v4.new_notebook(cells=cells)
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    NotebookClient(notebook, kernel_name="python3", store_widget_state=True).execute()
+    path.parent.mkdir(parents=True)
+    nbformat.write(notebook, path)
 
 
 # JavaScript run in the page (window.jupyterapp: --LabApp.expose_app_in_browser) --------------------
@@ -188,7 +228,11 @@ class Seen:
 
 
 def step_through(page: Any, stepper: Any, shot: Path) -> list[str]:
-    """Move the slider one step at a time; return each visible page's text."""
+    """Move the slider one step at a time; return each visible page's text.
+
+    Screenshots: ``shot`` at the fourth step (PartialStepper: step 3; SSEBufferStepper: read 4 —
+    and reads 5 and 7, several events in one read and the cut character) and at the last step.
+    """
     from playwright.sync_api import expect
 
     stepper.scroll_into_view_if_needed()
@@ -205,8 +249,10 @@ def step_through(page: Any, stepper: Any, shot: Path) -> list[str]:
         expect(current).to_have_count(1)
         expect(current).to_contain_text(f"▶ {number}")
         texts.append(visible.inner_text())
-        if number == min(3, last):
+        if number == min(first + 3, last):
             stepper.screenshot(path=str(shot))
+        elif number == last or (first == 1 and number in (5, 7)):
+            stepper.screenshot(path=str(shot.with_name(shot.name.replace("-light", f"-at-{number}-light"))))
     return texts
 
 
@@ -248,13 +294,11 @@ PARALLEL = 2  # two notebooks at once: the next one loads and runs while this on
 
 
 def test_every_notebook_runs_and_every_stepper_steps_in_chromium(lab: Lab) -> None:
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
+    expect.set_options(timeout=15_000)
     assert CHROMIUM.exists(), "Debian's chromium is required: apt-get install chromium"
     assert NOTEBOOKS, "no notebooks"
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    for old in SCREENSHOTS.glob("*.png"):
-        old.unlink()
     seen = Seen()
     failures: list[str] = []
     started = time.monotonic()
@@ -368,3 +412,44 @@ def dark(page: Any, target: Any, stem: str, seen: Seen) -> None:
         "() => window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Light'})"
     )
     expect(page.locator("body[data-jp-theme-light='true']")).to_have_count(1)
+
+
+def test_saved_widget_state_steps_and_plays_without_running_a_cell(lab: Lab) -> None:
+    """Open an executed notebook without running it: the steppers come from the saved state."""
+    from playwright.sync_api import expect, sync_playwright
+
+    expect.set_options(timeout=30_000)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu"]
+        )
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.set_default_timeout(60_000)
+        try:
+            page.goto(lab.url("steppers.ipynb", folder="saved"))
+            page.locator(".jp-NotebookPanel").first.wait_for()
+            steppers = page.locator(".pi-stepper")
+            expect(steppers).to_have_count(2)
+            expect(page.locator(".pi-static:visible")).to_have_count(0)
+            partial, sse = steppers.nth(0), steppers.nth(1)
+            texts = step_through(page, sse, SCREENSHOTS / "saved-state-sse-light.png")
+            check_sse(texts, "saved state")
+            partial.scroll_into_view_if_needed()
+            partial.locator(".widget-play button").first.click()  # Play: 900 ms per step
+            current = partial.locator(".pi-page:visible tr.pi-current")
+            expect(current).to_contain_text("▶ 5", timeout=20_000)  # Play stops at the last step
+            expect(partial.locator(".pi-page:visible")).to_contain_text("已解析 · dict")
+            partial.screenshot(path=str(SCREENSHOTS / "saved-state-partial-played-light.png"))
+            # Untrusted (a fresh clone): Lab renders no widget there, so the static tables show.
+            page.goto(lab.url("untrusted.ipynb", folder="saved"))
+            page.locator(".jp-NotebookPanel").first.wait_for()
+            expect(page.locator(".pi-static:visible")).to_have_count(2)
+            expect(page.locator(".pi-stepper")).to_have_count(0)
+            expect(page.locator(".pi-static").first).to_contain_text("已解析")
+            expect(page.get_by_text("可交互的版本：运行这个单元格，或信任这本笔记本")).to_have_count(2)
+            page.screenshot(path=str(SCREENSHOTS / "untrusted-static-light.png"))
+        except Exception:
+            page.screenshot(path=str(SCREENSHOTS / "saved-state-failure.png"))
+            raise
+        finally:
+            browser.close()

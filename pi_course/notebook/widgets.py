@@ -179,7 +179,10 @@ class _Stepper(widgets.VBox):  # type: ignore[misc]
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         """The live widget alone (``_ipython_display_`` adds the static table as its own output)."""
         bundle: dict[str, Any] = super()._repr_mimebundle_(**kwargs)
-        bundle["text/plain"] = f"{type(self).__name__}: {self.title} · {len(self.lines)} 步"
+        bundle["text/plain"] = (
+            f"{type(self).__name__}「{self.title}」· {len(self.lines)} 步"
+            "（可交互的版本：运行这个单元格，或信任这本笔记本）"
+        )
         return bundle
 
     def _ipython_display_(self) -> None:
@@ -646,6 +649,12 @@ def _content_compact(step: PartialStep) -> str:
     return "".join(lines) or '<span class="pi-note">空</span>'
 
 
+def _aligned(table: str) -> str:
+    """Inline alignment for the static table: an untrusted notebook drops ``<style>`` but keeps it."""
+    cell = ' style="text-align:left;vertical-align:top"'
+    return table.replace("<td>", f"<td{cell}>").replace("<th>", f"<th{cell}>")
+
+
 def _partial_static(steps: Sequence[PartialStep], unread: Sequence[int]) -> str:
     rows = []
     for step in steps:
@@ -659,7 +668,7 @@ def _partial_static(steps: Sequence[PartialStep], unread: Sequence[int]) -> str:
         "<tr><th>步</th><th>读到的 ProviderChunk</th><th>发出的事件</th>"
         "<th>tool_buffers（本步之后）</th><th>content（本步之后，改变的槽位标 ◀）</th></tr>"
     )
-    return f'<table class="pi-static-table">{head}{"".join(rows)}</table>{unread_note}'
+    return _aligned(f'<table class="pi-static-table">{head}{"".join(rows)}</table>') + unread_note
 
 
 def _partial_line(step: PartialStep) -> str:
@@ -1018,7 +1027,7 @@ def _sse_static(steps: Sequence[ReadStep]) -> str:
         "<tr><th>读取</th><th>本次读到（↵ = \\n）</th><th>取出的完整行</th><th>等待空行的 data 行</th>"
         "<th>分发的 payload</th><th>留在缓冲区</th></tr>"
     )
-    return f'<table class="pi-static-table">{head}{"".join(rows)}</table>'
+    return _aligned(f'<table class="pi-static-table">{head}{"".join(rows)}</table>')
 
 
 def _sse_line(step: ReadStep) -> str:
