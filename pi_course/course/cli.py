@@ -161,7 +161,11 @@ def _checkpoint(diff: bool, mine: bool) -> int:
     if mine and not text:
         print("你的教学文件与 target 相同（mine → target 没有差别）。")
         return 0
-    print(text, end="")
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:  # `checkpoint 05 --diff | head`: the reader left; so do we, quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
 
 
