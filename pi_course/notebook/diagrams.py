@@ -18,6 +18,11 @@ _OUT = "var(--jp-brand-color1, #1976d2)"
 _BACK = "var(--jp-warn-color1, #e65100)"
 
 
+def _fallback(colour: str) -> str:
+    """The colour after the comma in ``var(--name, fallback)``: for views that strip styles."""
+    return colour.rsplit(",", 1)[-1].strip(" )")
+
+
 @dataclass(frozen=True)
 class Diagram:
     svg: str
@@ -34,19 +39,25 @@ def _svg(width: int, height: int, title: str, body: list[str]) -> str:
     markers = "".join(
         f'<marker id="pi-arrow-{name}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="11" '
         f'markerHeight="11" markerUnits="userSpaceOnUse" orient="auto-start-reverse">'
-        f'<path d="M0,0 L10,5 L0,10 z" style="fill:{colour}"/>'
+        f'<path d="M0,0 L10,5 L0,10 z" fill="{_fallback(colour)}" style="fill:{colour}"/>'
         "</marker>"
         for name, colour in (("out", _OUT), ("back", _BACK))
     )
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title)}" '
-        f'style="max-width:100%;height:auto"><defs>{markers}</defs>{"".join(body)}</svg>'
+        f'style="max-width:100%;height:auto"><defs>{markers}</defs>'
+        # A background of the theme's colour; white where a viewer strips styles (dark text stays legible).
+        f'<rect width="{width}" height="{height}" fill="#ffffff" '
+        'style="fill:var(--jp-layout-color0, #ffffff)"/>'
+        f"{''.join(body)}</svg>"
     )
 
 
 def _box(x: int, y: int, w: int, h: int, lines: list[str], mono_from: int = 1) -> str:
-    parts = [f'<rect x="{x}" y="{y}" width="{w}" height="{h}" rx="8" style="{_BOX}"/>']
+    parts = [
+        f'<rect x="{x}" y="{y}" width="{w}" height="{h}" rx="8" fill="#f2f2f2" stroke="#999" style="{_BOX}"/>'
+    ]
     top = y + h / 2 - (len(lines) - 1) * 10 + 5
     for number, line in enumerate(lines):
         style = (
@@ -54,7 +65,8 @@ def _box(x: int, y: int, w: int, h: int, lines: list[str], mono_from: int = 1) -
         )
         weight = ";font-weight:bold" if number < mono_from else ""
         parts.append(
-            f'<text x="{x + w / 2}" y="{top + number * 20}" text-anchor="middle" style="{style}{weight}">'
+            f'<text x="{x + w / 2}" y="{top + number * 20}" text-anchor="middle" fill="#1f1f1f" '
+            f'style="{style}{weight}">'
             f"{escape(line)}</text>"
         )
     return "".join(parts)
@@ -66,7 +78,8 @@ def _arrow(
     """An arrow; ``label`` may hold two lines ("05-1\\n出站转换"), set above it (or below)."""
     colour = _OUT if kind == "out" else _BACK
     parts = [
-        f'<line x1="{x1}" y1="{y1}" x2="{x2}" y2="{y2}" style="stroke:{colour};stroke-width:2.5" '
+        f'<line x1="{x1}" y1="{y1}" x2="{x2}" y2="{y2}" stroke="{_fallback(colour)}" stroke-width="2.5" '
+        f'style="stroke:{colour};stroke-width:2.5" '
         f'marker-end="url(#pi-arrow-{kind})"/>'
     ]
     lines = label.split("\n") if label else []
@@ -75,14 +88,14 @@ def _arrow(
         weight = ";font-weight:bold" if text.startswith("05-") else ""
         parts.append(
             f'<text x="{(x1 + x2) / 2}" y="{(y1 + y2) / 2 + offset}" text-anchor="middle" '
-            f'style="{_MUTED};{_FONT};font-size:12px{weight}">{escape(text)}</text>'
+            f'fill="#555" style="{_MUTED};{_FONT};font-size:12px{weight}">{escape(text)}</text>'
         )
     return "".join(parts)
 
 
 def _heading(x: int, y: int, text: str, colour: str) -> str:
     style = f"{_FONT};font-size:15px;font-weight:bold;fill:{colour}"
-    return f'<text x="{x}" y="{y}" style="{style}">{escape(text)}</text>'
+    return f'<text x="{x}" y="{y}" fill="{_fallback(colour)}" style="{style}">{escape(text)}</text>'
 
 
 def overview() -> Diagram:
@@ -108,7 +121,7 @@ def overview() -> Diagram:
         _arrow(xs[3], bottom + bh / 2, xs[2] + bw, bottom + bh / 2, "back", "05-3\n分帧+检查", below=True),
         _arrow(xs[2], bottom + bh / 2, xs[1] + bw, bottom + bh / 2, "back", "05-2\nadapter", below=True),
         _arrow(xs[1], bottom + bh / 2, xs[0] + bw, bottom + bh / 2, "back", "累积", below=True),
-        f'<text x="450" y="{(top + bh + bottom) / 2 + 5}" text-anchor="middle" '
+        f'<text x="450" y="{(top + bh + bottom) / 2 + 5}" text-anchor="middle" fill="#555" '
         f'style="{_MUTED};{_FONT};font-size:13px">'
         "transport：HTTP、SSE、外部 JSON　｜　adapter：只读 ProviderChunk</text>",
     ]
@@ -140,13 +153,14 @@ def sse_layers() -> Diagram:
         y = 20 + number * (bh + gap)
         body.append(_box(20, y, bw, bh, [name, note]))
         body.append(
-            f'<text x="{40 + bw}" y="{y + bh / 2 + 5}" style="{_TEXT};{_MONO};font-size:13px">'
+            f'<text x="{40 + bw}" y="{y + bh / 2 + 5}" fill="#1f1f1f" style="{_TEXT};{_MONO};font-size:13px">'
             f"{escape(example)}</text>"
         )
         if number < len(steps):
             body.append(_arrow(20 + bw / 2, y + bh, 20 + bw / 2, y + bh + gap, "back"))
             body.append(
-                f'<text x="{30 + bw / 2}" y="{y + bh + gap / 2 + 5}" style="{_MUTED};{_FONT};font-size:13px">'
+                f'<text x="{30 + bw / 2}" y="{y + bh + gap / 2 + 5}" fill="#555" '
+                f'style="{_MUTED};{_FONT};font-size:13px">'
                 f"{escape(steps[number])}</text>"
             )
     text = "\n".join(
