@@ -88,15 +88,6 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"),
         "JUPYTERLAB_SETTINGS_DIR": str(settings),
     }
-    saved = home / "saved" / "steppers.ipynb"
-    saved_state_notebook(saved)
-    copy = nbformat.read(saved, as_version=4)
-    copy.metadata["copy"] = "untrusted"  # another digest: the signature below does not cover it
-    nbformat.write(copy, saved.with_name("untrusted.ipynb"))  # as a fresh clone: never signed here
-    # Lab renders widgets only in trusted output: what a learner gets from File → Trust Notebook.
-    subprocess.run(
-        [sys.executable, "-m", "jupyter", "trust", str(saved)], env=env, check=True, capture_output=True
-    )
     server = subprocess.Popen(
         [
             sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
@@ -108,6 +99,15 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     )  # fmt: skip
     base = f"http://127.0.0.1:{port}"
     try:
+        # While the server starts: an executed notebook with saved widget state, signed, and a copy
+        # that is not. Lab renders widgets only in trusted output (File → Trust Notebook).
+        saved = home / "saved" / "steppers.ipynb"
+        saved_state_notebook(saved)
+        copy = nbformat.read(saved, as_version=4)
+        copy.metadata["copy"] = "untrusted"  # another digest: the signature below does not cover it
+        nbformat.write(copy, saved.with_name("untrusted.ipynb"))  # as a fresh clone: never signed here
+        trust = [sys.executable, "-m", "jupyter", "trust", str(saved)]
+        subprocess.run(trust, env=env, check=True, capture_output=True)
         deadline = time.monotonic() + 60
         while True:
             try:
@@ -314,7 +314,7 @@ def test_every_notebook_runs_and_every_stepper_steps_in_chromium(lab: Lab) -> No
 
             def start_next() -> None:
                 notebook = pending.pop(0)
-                page = browser.new_page(viewport={"width": 1400, "height": 1000})
+                page = browser.new_page(viewport={"width": 1400, "height": 1200})
                 page.set_default_timeout(90_000)
                 page.goto(lab.url(notebook))
                 page.locator(".jp-NotebookPanel").first.wait_for()
@@ -380,6 +380,15 @@ def check_notebook(notebook: str, page: Any, seen: Seen, failures: list[str]) ->
         raise
 
 
+def set_theme(page: Any, theme: str) -> None:
+    from playwright.sync_api import expect
+
+    page.evaluate(f"() => window.jupyterapp.commands.execute('apputils:change-theme', {{theme: '{theme}'}})")
+    light = "false" if "Dark" in theme else "true"
+    expect(page.locator(f"body[data-jp-theme-light='{light}']")).to_have_count(1)
+    page.wait_for_timeout(800)  # the theme's stylesheet is applied after the attribute
+
+
 def dark(page: Any, target: Any, stem: str, seen: Seen) -> None:
     """The 4/2 stepper again in the dark theme: highlighted rows keep a 4.5:1 text contrast."""
     from playwright.sync_api import expect
@@ -392,11 +401,7 @@ def dark(page: Any, target: Any, stem: str, seen: Seen) -> None:
         handle.press("ArrowRight")
     expect(target.locator(".pi-page:visible tr.pi-current")).to_contain_text("▶ 5")
     light = contrast(page, ".pi-stepper tr.pi-current > td")
-    page.evaluate(
-        "() => window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Dark'})"
-    )
-    expect(page.locator("body[data-jp-theme-light='false']")).to_have_count(1)
-    page.wait_for_timeout(800)  # the theme's stylesheet is applied after the attribute
+    set_theme(page, "JupyterLab Dark")
     target.scroll_into_view_if_needed()
     target.screenshot(path=str(SCREENSHOTS / f"{stem}-stepper-dark.png"))
     page.screenshot(path=str(SCREENSHOTS / f"{stem}-dark.png"))
@@ -408,10 +413,7 @@ def dark(page: Any, target: Any, stem: str, seen: Seen) -> None:
         seen.report.append(f"{name} contrast ≥ {worst['ratio']:.2f}:1 (fg {worst['fg']}, bg {worst['bg']})")
         assert worst["ratio"] >= 4.5, (name, worst)
     seen.dark_done = True
-    page.evaluate(
-        "() => window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Light'})"
-    )
-    expect(page.locator("body[data-jp-theme-light='true']")).to_have_count(1)
+    set_theme(page, "JupyterLab Light")
 
 
 def test_saved_widget_state_steps_and_plays_without_running_a_cell(lab: Lab) -> None:
@@ -423,7 +425,7 @@ def test_saved_widget_state_steps_and_plays_without_running_a_cell(lab: Lab) -> 
         browser = playwright.chromium.launch(
             executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu"]
         )
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page = browser.new_page(viewport={"width": 1400, "height": 1200})
         page.set_default_timeout(60_000)
         try:
             page.goto(lab.url("steppers.ipynb", folder="saved"))
@@ -440,6 +442,20 @@ def test_saved_widget_state_steps_and_plays_without_running_a_cell(lab: Lab) -> 
             expect(current).to_contain_text("▶ 5", timeout=20_000)  # Play stops at the last step
             expect(partial.locator(".pi-page:visible")).to_contain_text("已解析 · dict")
             partial.screenshot(path=str(SCREENSHOTS / "saved-state-partial-played-light.png"))
+            # Both steppers in the dark theme, the SSE one at read 7 (the cut character).
+            set_theme(page, "JupyterLab Dark")
+            partial.screenshot(path=str(SCREENSHOTS / "saved-state-partial-played-dark.png"))
+            handle = sse.locator(".noUi-handle").first
+            handle.focus()
+            handle.press("Home")
+            for _ in range(6):
+                handle.press("ArrowRight")
+            expect(sse.locator(".pi-page:visible tr.pi-current")).to_contain_text("▶ 7")
+            sse.screenshot(path=str(SCREENSHOTS / "saved-state-sse-at-7-dark.png"))
+            for selector in (".pi-sse-stepper tr.pi-current > td", ".pi-sse-stepper .pi-badge"):
+                worst = min(contrast(page, selector), key=lambda result: result["ratio"])
+                assert worst["ratio"] >= 4.5, (selector, worst)
+            set_theme(page, "JupyterLab Light")
             # Untrusted (a fresh clone): Lab renders no widget there, so the static tables show.
             page.goto(lab.url("untrusted.ipynb", folder="saved"))
             page.locator(".jp-NotebookPanel").first.wait_for()

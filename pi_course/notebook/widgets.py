@@ -32,7 +32,7 @@ import html
 import itertools
 import json
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import ipywidgets as widgets
@@ -82,7 +82,7 @@ STYLE = """
   color: var(--jp-ui-font-color0, #000);
   background: color-mix(in srgb, var(--jp-success-color1, #388e3c) 22%, var(--jp-layout-color0, #fff)); }
 .pi-sv .pi-index { border-color: var(--jp-brand-color0, #0d47a1); color: var(--jp-ui-font-color0, #000); }
-.pi-sv .pi-nl { color: var(--jp-brand-color0, #0d47a1); font-weight: 700; }
+.pi-sv .pi-nl { color: var(--jp-brand-color1, #1976d2); font-weight: 700; }
 .pi-sv .pi-blank { border-color: var(--jp-brand-color0, #0d47a1); color: var(--jp-ui-font-color0, #000);
   background: color-mix(in srgb, var(--jp-brand-color1, #1976d2) 20%, var(--jp-layout-color0, #fff)); }
 .pi-sv .pi-readend { border-color: var(--jp-warn-color0, #e65100); color: var(--jp-ui-font-color0, #000);
@@ -783,6 +783,7 @@ class ReadStep:
     payloads: tuple[str, ...]  # data of the events the decoder dispatched on this read
     pending: str  # what stays in the buffer: the start of the next line
     collected: tuple[str, ...]  # data lines taken out but still waiting for their blank line
+    cut_char: str = ""  # the character whose first bytes are ``held`` (known once the next read comes)
 
     @property
     def buffer(self) -> str:
@@ -821,6 +822,10 @@ def trace_reads(reads: Sequence[bytes], *, response: int = 1, start: int = 1) ->
             )
         )  # fmt: skip
         before = pending
+    for index, step in enumerate(steps[:-1]):
+        following = steps[index + 1]
+        if step.held and following.carried == step.held and following.text:
+            steps[index] = replace(step, cut_char=following.text[0])
     return steps
 
 
@@ -923,7 +928,8 @@ def _read_html(step: ReadStep) -> str:
         parts.append(_badge(joined, "readend"))
     parts.append(_marked(step.text))
     if step.held:
-        parts.append(_badge(f"被切开的字符：{_hex(step.held)}（暂存，等下一次读取）", "readend"))
+        whole = f"「{step.cut_char}」的前 {len(step.held)} 个字节" if step.cut_char else "被切开的字符"
+        parts.append(_badge(f"{whole} {_hex(step.held)}：解码器暂存，等下一次读取", "readend"))
     return f'<div class="pi-buffer pi-read">{"".join(parts)}</div>'
 
 
