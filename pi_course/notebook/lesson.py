@@ -6,7 +6,9 @@ needs a practice step that is not written yet — a stub raises ``NotImplemented
 the step and shows the output it will produce, taken from the reference run: ``tools/
 run_notebooks.py`` stores each code cell's outputs in its metadata (``pi_course.expected``), and a
 practice copy strips the outputs but keeps the metadata. The cell then counts as finished, so Run
-All goes on. Any other exception is shown as the usual traceback.
+All goes on. A later ``NameError`` (a name such a cell never defined) is explained the same way.
+Any other exception is shown as the usual traceback. Streams do not raise: ``show_events`` and
+``final_message`` turn a stream that ended on a stub into the same message.
 """
 
 from __future__ import annotations
