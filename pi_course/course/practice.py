@@ -187,14 +187,18 @@ def create_practice(destination: str | Path) -> Path:
         raise PracticeError(f"{target} 已存在且不是空目录；请换一个新目录，原有内容没有改动。")
     created = _make_parents(target.parent)
     scratch = target.parent / f".{target.name}.partial-{os.getpid()}-{secrets.token_hex(4)}"
+    was_empty_folder = target.exists()
     try:
         scratch.mkdir()
         _write_copy(scratch)
-        if target.exists():
-            target.rmdir()  # empty, checked above
+        if was_empty_folder:
+            target.rmdir()  # empty, checked above; a rename cannot replace it everywhere
         scratch.rename(target)
     except BaseException as error:
         shutil.rmtree(scratch, ignore_errors=True)
+        if was_empty_folder and not target.exists():
+            with contextlib.suppress(OSError):
+                target.mkdir()  # give the learner's empty folder back
         for folder in reversed(created):
             with contextlib.suppress(OSError):
                 folder.rmdir()
