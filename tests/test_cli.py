@@ -304,6 +304,9 @@ async def test_the_local_provider_gets_a_placeholder_key_and_a_strict_transport(
     assert headers["Authorization"].removeprefix("Bearer ")  # a chapter-faithful transport sends it
     assert model.transport.strict is True  # type: ignore[attr-defined]
     await model.transport.aclose()  # type: ignore[attr-defined]
+    replay = local_model("recorded/openai-text", strict=False)
+    assert replay.transport.strict is False  # type: ignore[attr-defined]
+    await replay.transport.aclose()  # type: ignore[attr-defined]
 
 
 @pytest.mark.anyio

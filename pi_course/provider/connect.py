@@ -99,13 +99,14 @@ def connect(model: str | None = None, *, env: Mapping[str, str] | None = None) -
     return OpenAICompatibleModel(provider=provider, model=name, transport=transport)
 
 
-def local_model(script: str = LOCAL_DEFAULT_MODEL) -> OpenAICompatibleModel:
+def local_model(script: str = LOCAL_DEFAULT_MODEL, *, strict: bool = True) -> OpenAICompatibleModel:
     """Always the embedded local provider, whatever the environment says (reproducible output).
 
-    The transport is strict (the chapter's reader) and sends a placeholder key, which the local
-    provider ignores.
+    The transport sends a placeholder key (:data:`LOCAL_API_KEY`), which the local provider
+    ignores, and is strict (the chapter's reader) unless ``strict=False``: replaying a real
+    provider's recording (``"recorded/<name>"``) the way :func:`connect` would read it.
     """
-    transport = OpenAICompatibleTransport(base_url=local_provider_url(), api_key=LOCAL_API_KEY)
+    transport = OpenAICompatibleTransport(base_url=local_provider_url(), api_key=LOCAL_API_KEY, strict=strict)
     return OpenAICompatibleModel(provider=LOCAL_PROVIDER_NAME, model=script, transport=transport)
 
 
