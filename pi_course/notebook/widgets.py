@@ -509,13 +509,16 @@ def _buffers_html(step: PartialStep) -> str:
     for buffer in step.buffers:
         cls = f' class="{CHANGED}"' if buffer.provider_index == step.touched_buffer else ""
         slot = "—" if buffer.content_index is None else str(buffer.content_index)
-        state = _badge("已解析", "parsed") if buffer.parsed else _badge("原文", "raw")
+        state = "已解析（toolcall_end）" if buffer.parsed else "流式中"
         rows.append(
             f'<tr{cls}><td><b>{buffer.provider_index}</b></td><td class="pi-nowrap">{_esc(buffer.id)}</td>'
-            f'<td class="pi-nowrap">{_esc(buffer.name)}</td><td>{state}{_str_box(buffer.raw_arguments)}</td>'
-            f"<td><b>{slot}</b></td></tr>"
+            f'<td class="pi-nowrap">{_esc(buffer.name)}</td><td>{_str_box(buffer.raw_arguments)}</td>'
+            f"<td><b>{slot}</b></td><td>{state}</td></tr>"
         )
-    head = "<tr><th>Provider index</th><th>id</th><th>name</th><th>参数原文</th><th>content_index</th></tr>"
+    head = (
+        "<tr><th>Provider index</th><th>id</th><th>name</th><th>参数原文（str）</th><th>content_index</th>"
+        "<th>状态</th></tr>"
+    )
     return f"<table>{head}{''.join(rows)}</table>"
 
 
@@ -626,10 +629,10 @@ def _buffers_compact(step: PartialStep) -> str:
     for buffer in step.buffers:
         cls = f' class="{CHANGED}"' if buffer.provider_index == step.touched_buffer else ""
         slot = "—" if buffer.content_index is None else str(buffer.content_index)
-        state = _badge("已解析", "parsed") if buffer.parsed else _badge("原文", "raw")
+        state = "已解析" if buffer.parsed else "流式中"
         lines.append(
             f"<div{cls}>index <b>{buffer.provider_index}</b> → {_esc(buffer.id)} · {_esc(buffer.name)} · "
-            f"{state}{_str_box(buffer.raw_arguments)} · content_index <b>{slot}</b></div>"
+            f"参数原文 {_str_box(buffer.raw_arguments)} · content_index <b>{slot}</b> · {state}</div>"
         )
     return "".join(lines)
 
