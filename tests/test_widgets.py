@@ -90,7 +90,7 @@ async def test_raw_and_parsed_arguments_are_labelled() -> None:
     assert "{'path': 'README.md'}" in parsed
     assert "raw_arguments" in parsed and "原文" in parsed
     assert "流式中" in section(stepper.pages[2].value, "tool_buffers")
-    assert "已解析（toolcall_end）" in section(stepper.pages[4].value, "tool_buffers")
+    assert "已解析" in section(stepper.pages[4].value, "tool_buffers")
     assert '原文 \'{"path":"README.md"}\'' in stepper.lines[3]
     assert "已解析 {'path': 'README.md'}" in stepper.lines[4]
 

@@ -509,14 +509,14 @@ def _buffers_html(step: PartialStep) -> str:
     for buffer in step.buffers:
         cls = f' class="{CHANGED}"' if buffer.provider_index == step.touched_buffer else ""
         slot = "—" if buffer.content_index is None else str(buffer.content_index)
-        state = "已解析（toolcall_end）" if buffer.parsed else "流式中"
+        state = "已解析" if buffer.parsed else "流式中"
         rows.append(
             f'<tr{cls}><td><b>{buffer.provider_index}</b></td><td class="pi-nowrap">{_esc(buffer.id)}</td>'
             f'<td class="pi-nowrap">{_esc(buffer.name)}</td><td>{_str_box(buffer.raw_arguments)}</td>'
-            f"<td><b>{slot}</b></td><td>{state}</td></tr>"
+            f'<td><b>{slot}</b></td><td class="pi-nowrap">{state}</td></tr>'
         )
     head = (
-        "<tr><th>Provider index</th><th>id</th><th>name</th><th>参数原文（str）</th><th>content_index</th>"
+        "<tr><th>Provider index</th><th>id</th><th>name</th><th>参数原文</th><th>content_index</th>"
         "<th>状态</th></tr>"
     )
     return f"<table>{head}{''.join(rows)}</table>"
