@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 from pathlib import Path
 
 import pytest
@@ -104,6 +105,19 @@ def test_widget_state_is_saved_where_steppers_are_shown() -> None:
         if shows_widget:
             state = notebook["metadata"]["widgets"]["application/vnd.jupyter.widget-state+json"]
             assert state["state"], path.name
+
+
+@pytest.mark.parametrize("path", ALL, ids=lambda path: path.stem)
+def test_a_rerun_with_no_change_rewrites_nothing(path: Path) -> None:
+    """What tools/run_notebooks.py normalizes: timestamps, stream splits, random widget ids."""
+    notebook = json.loads(path.read_text(encoding="utf-8"))
+    for cell in notebook["cells"]:
+        assert "execution" not in cell["metadata"], f"{path.name}: execution timestamps stored"
+        kinds = [(output["output_type"], output.get("name")) for output in cell.get("outputs", [])]
+        assert not [a for a, b in zip(kinds, kinds[1:]) if a == b and a[0] == "stream"], path.name
+    state = notebook["metadata"].get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {})
+    ids = {uuid.uuid5(uuid.NAMESPACE_URL, f"pi-course/{path.name}/{n}").hex for n in range(len(state.get("state", {})))}
+    assert set(state.get("state", {})) == ids
 
 
 @pytest.mark.parametrize("path", ALL, ids=lambda path: path.stem)

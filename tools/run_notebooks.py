@@ -39,6 +39,7 @@ def execute(path: Path) -> float:
     )
     client.execute()
     for cell in notebook.cells:
+        cell.metadata.pop("execution", None)  # timestamps stored by an earlier nbclient run
         if cell.cell_type == "code":
             cell.outputs = merge_streams(cell.outputs)
     notebook = renumber_widgets(notebook, path.name)
