@@ -79,12 +79,6 @@ def test_learner_passes_the_course_and_the_beyond_checks(starter: Path, tmp_path
     assert result.stderr == ""
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason='notebook 05-7\'s read() builds OpenAICompatibleTransport(api_key=""): a chapter-faithful '
-    "transport always sends 'Bearer <key>', and httpx refuses 'Bearer ' (cells 6, 12, 13 fail). With a "
-    "placeholder key every notebook passes; remove this mark when 05-7 uses one.",
-)
 def test_a_completed_copys_notebooks_run_under_nbval_lax(starter: Path, tmp_path: Path) -> None:
     copy = learner_copy(starter, tmp_path, NAMES[-1])
     result = run(
