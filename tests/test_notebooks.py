@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -114,9 +115,12 @@ def test_a_rerun_with_no_change_rewrites_nothing(path: Path) -> None:
     for cell in notebook["cells"]:
         assert "execution" not in cell["metadata"], f"{path.name}: execution timestamps stored"
         kinds = [(output["output_type"], output.get("name")) for output in cell.get("outputs", [])]
-        assert not [a for a, b in zip(kinds, kinds[1:]) if a == b and a[0] == "stream"], path.name
+        assert not [a for a, b in pairwise(kinds) if a == b and a[0] == "stream"], path.name
     state = notebook["metadata"].get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {})
-    ids = {uuid.uuid5(uuid.NAMESPACE_URL, f"pi-course/{path.name}/{n}").hex for n in range(len(state.get("state", {})))}
+    ids = {
+        uuid.uuid5(uuid.NAMESPACE_URL, f"pi-course/{path.name}/{n}").hex
+        for n in range(len(state.get("state", {})))
+    }
     assert set(state.get("state", {})) == ids
 
 

@@ -62,6 +62,7 @@ def merge_streams(outputs: list[Any]) -> list[Any]:
 
 
 MODEL_REF = re.compile(r"IPY_MODEL_([0-9a-f]{32})")
+MODEL_ID = re.compile(r"(?<![0-9a-f])[0-9a-f]{32}(?![0-9a-f])")
 VIEW = "application/vnd.jupyter.widget-view+json"
 STATE = "application/vnd.jupyter.widget-state+json"
 
@@ -102,7 +103,7 @@ def renumber_widgets(notebook: Any, name: str) -> Any:
 
 
 def replace_ids(text: str, new_id: dict[str, str]) -> str:
-    return re.sub(r"(?<![0-9a-f])[0-9a-f]{32}(?![0-9a-f])", lambda match: new_id.get(match.group(), match.group()), text)
+    return MODEL_ID.sub(lambda match: new_id.get(match.group(), match.group()), text)
 
 
 def main(paths: list[str]) -> None:
