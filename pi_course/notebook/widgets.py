@@ -502,14 +502,19 @@ def _content_text(step: PartialStep) -> str:
     return " | ".join(slots) or "（空）"
 
 
+def _buffer_marks(step: PartialStep, buffer: _Buffer) -> tuple[str, str, str]:
+    """The row's highlight class, its content slot and whether its arguments are parsed yet."""
+    cls = f' class="{CHANGED}"' if buffer.provider_index == step.touched_buffer else ""
+    slot = "—" if buffer.content_index is None else str(buffer.content_index)
+    return cls, slot, "已解析" if buffer.parsed else "流式中"
+
+
 def _buffers_html(step: PartialStep) -> str:
     if not step.buffers:
         return '<p class="pi-note">tool_buffers 为空</p>'
     rows = []
     for buffer in step.buffers:
-        cls = f' class="{CHANGED}"' if buffer.provider_index == step.touched_buffer else ""
-        slot = "—" if buffer.content_index is None else str(buffer.content_index)
-        state = "已解析" if buffer.parsed else "流式中"
+        cls, slot, state = _buffer_marks(step, buffer)
         rows.append(
             f'<tr{cls}><td><b>{buffer.provider_index}</b></td><td class="pi-nowrap">{_esc(buffer.id)}</td>'
             f'<td class="pi-nowrap">{_esc(buffer.name)}</td><td>{_str_box(buffer.raw_arguments)}</td>'
@@ -627,9 +632,7 @@ def _buffers_compact(step: PartialStep) -> str:
         return '<span class="pi-note">空</span>'
     lines = []
     for buffer in step.buffers:
-        cls = f' class="{CHANGED}"' if buffer.provider_index == step.touched_buffer else ""
-        slot = "—" if buffer.content_index is None else str(buffer.content_index)
-        state = "已解析" if buffer.parsed else "流式中"
+        cls, slot, state = _buffer_marks(step, buffer)
         lines.append(
             f"<div{cls}>index <b>{buffer.provider_index}</b> → {_esc(buffer.id)} · {_esc(buffer.name)} · "
             f"参数原文 {_str_box(buffer.raw_arguments)} · content_index <b>{slot}</b> · {state}</div>"
