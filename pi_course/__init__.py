@@ -22,7 +22,15 @@ from .http import OpenAICompatibleTransport, ProviderTransportError
 from .outbound import to_provider_messages, to_provider_tools
 from .provider.connect import connect, local_model
 from .scripted import ScriptedModel
-from .sse import InvalidProviderChunk, ProviderError, SSEDecoder, SSEError, SSEEvent, iter_sse_events
+from .sse import (
+    InvalidProviderChunk,
+    ProviderError,
+    ProviderRefusal,
+    SSEDecoder,
+    SSEError,
+    SSEEvent,
+    iter_sse_events,
+)
 from .types import (
     EMPTY_USAGE,
     AbortController,
@@ -85,6 +93,7 @@ __all__ = [
     "OpenAICompatibleTransport",
     "ProviderChunk",
     "ProviderError",
+    "ProviderRefusal",
     "ProviderRequest",
     "ProviderTransport",
     "ProviderTransportError",
