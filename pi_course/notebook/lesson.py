@@ -6,7 +6,8 @@ needs a practice step that is not written yet — a stub raises ``NotImplemented
 the step and shows the output it will produce, taken from the reference run: ``tools/
 run_notebooks.py`` stores each code cell's outputs in its metadata (``pi_course.expected``), and a
 practice copy strips the outputs but keeps the metadata. The cell then counts as finished, so Run
-All goes on. A later ``NameError`` (a name such a cell never defined) is explained the same way.
+All goes on. A later ``NameError`` or ``LookupError`` (a name such a cell never defined, a key it
+never stored) is explained the same way.
 Any other exception is shown as the usual traceback. Streams do not raise: ``show_events`` and
 ``final_message`` turn a stream that ended on a stub into the same message.
 """
@@ -204,7 +205,7 @@ def _handler(
     shell: Any, etype: type[BaseException], value: BaseException, tb: Any, tb_offset: Any = None
 ) -> None:
     step = missing_step(value)
-    cascade = step is None and isinstance(value, NameError) and bool(_session.missing)
+    cascade = step is None and isinstance(value, (NameError, LookupError)) and bool(_session.missing)
     if step is None and not cascade:
         shell.showtraceback((etype, value, tb), tb_offset=tb_offset)
         return None
