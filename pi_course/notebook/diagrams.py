@@ -138,11 +138,48 @@ def overview() -> Diagram:
     return Diagram(_svg(w, h, "第 05 章全景：发送方向与返回方向", body), text)
 
 
+#: The mainline's first ``data:`` line as two network reads, cut inside the id (tail of each read).
+_READS = ((1, '…"id":"call-'), (2, '1",…}\\n\\n'))
+_READS_NOTE = "← 同一行 data:，切在 id 中间"
+_READ_BOX = (
+    "fill:var(--jp-layout-color2, #f2f2f2);stroke:var(--jp-ui-font-color2, #555);"
+    "stroke-width:1.5;stroke-dasharray:5 3"
+)
+
+
+def _reads(x: float, middle: float) -> str:
+    """Each read in a dashed box of its own, so the cut between them is visible."""
+    parts = []
+    for number, data in _READS:
+        parts.append(
+            f'<text x="{x}" y="{middle + 5}" fill="#555" style="{_MUTED};{_FONT};font-size:13px">'
+            f"read #{number}</text>"
+        )
+        x += 60
+        width = 8 * len(data) + 24  # 13px monospace: under 8px a character
+        parts.append(
+            f'<rect x="{x}" y="{middle - 15}" width="{width}" height="30" rx="4" fill="#f2f2f2" '
+            f'stroke="#555" stroke-dasharray="5 3" style="{_READ_BOX}"/>'
+            f'<text x="{x + 12}" y="{middle + 5}" fill="#1f1f1f" style="{_TEXT};{_MONO};font-size:13px">'
+            f"{escape(data)}</text>"
+        )
+        x += width + 28
+    parts.append(
+        f'<text x="{x}" y="{middle + 5}" fill="#555" style="{_MUTED};{_FONT};font-size:13px">'
+        f"{escape(_READS_NOTE)}</text>"
+    )
+    return "".join(parts)
+
+
 def sse_layers() -> Diagram:
     """The layering of 05-3: network reads → text lines → SSE payload → ProviderChunk."""
     w, h, bw, bh, gap = 980, 430, 190, 64, 46
     layers = [
-        ("网络读取", "bytes，切在哪都行", 'read #1 …"id":"call-   read #2 1",…}\\n\\n'),
+        (
+            "网络读取",
+            "bytes，切在哪都行",
+            "   ".join(f"read #{n} [{data}]" for n, data in _READS) + "  " + _READS_NOTE,
+        ),
         ("文本行", "遇到 \\n 才取出一行", 'data: {"choices":[…]}   以及一个空行 ""'),
         ("SSE payload", "空行结束一组 data", '{"choices":[{"index":0,"delta":{"tool_calls":[…]}}]}'),
         ("ProviderChunk", "检查过的小对象", "ToolChunk(index=0, id='call-1', name='read', …)"),
@@ -152,10 +189,13 @@ def sse_layers() -> Diagram:
     for number, (name, note, example) in enumerate(layers):
         y = 20 + number * (bh + gap)
         body.append(_box(20, y, bw, bh, [name, note]))
-        body.append(
-            f'<text x="{40 + bw}" y="{y + bh / 2 + 5}" fill="#1f1f1f" style="{_TEXT};{_MONO};font-size:13px">'
-            f"{escape(example)}</text>"
-        )
+        if number == 0:  # the reads, each boxed: the cut between them is the point
+            body.append(_reads(40 + bw, y + bh / 2))
+        else:
+            body.append(
+                f'<text x="{40 + bw}" y="{y + bh / 2 + 5}" fill="#1f1f1f" '
+                f'style="{_TEXT};{_MONO};font-size:13px">{escape(example)}</text>'
+            )
         if number < len(steps):
             body.append(_arrow(20 + bw / 2, y + bh, 20 + bw / 2, y + bh + gap, "back"))
             body.append(
