@@ -8,6 +8,7 @@ import uuid
 from itertools import pairwise
 from pathlib import Path
 
+import mistune
 import pytest
 
 from pi_course.notebook.lesson import METADATA_KEY, expected_outputs
@@ -24,6 +25,9 @@ EXPECTED = [
     "05-5-break-it.ipynb",
     "05-6-migration.ipynb",
 ]
+
+
+CODE_WIDTH = 88  # what a code cell shows without scrolling in JupyterLab beside the file browser
 
 
 def cells(path: Path) -> list[dict]:
@@ -130,8 +134,27 @@ def test_cells_are_short_and_the_prose_is_for_learners(path: Path) -> None:
         text = source(cell)
         if cell["cell_type"] == "code":
             assert text.count("\n") + 1 <= 20, f"{path.name}: a code cell of {text.count(chr(10)) + 1} lines"
+            wide = [line for line in text.splitlines() if len(line) > CODE_WIDTH]
+            assert not wide, f"{path.name}: cut at the right edge in JupyterLab: {wide[0]!r}"
         assert "nbval" not in text.lower(), f"{path.name}: test machinery in {text[:60]!r}"
         assert "NBVAL" not in text
+
+
+# CommonMark's rule, which JupyterLab follows too: `**` after punctuation such as 。 and before a
+# letter does not close (`**一行都不改。**原协议` stays literal). Render with mistune (nbconvert's
+# renderer, installed with jupyterlab) and look for asterisks left over outside code.
+MARKDOWN = mistune.create_markdown(escape=False, plugins=["table", "strikethrough"])
+CODE = re.compile(r"<(code|pre)\b[^>]*>.*?</\1>", re.DOTALL)
+STRAY = re.compile(r".{0,20}(?:\*+(?=\S)|(?<=\S)\*+).{0,20}")
+
+
+@pytest.mark.parametrize("path", ALL, ids=lambda path: path.stem)
+def test_bold_and_italic_render_instead_of_showing_asterisks(path: Path) -> None:
+    for cell in cells(path):
+        if cell["cell_type"] == "markdown":
+            rendered = CODE.sub("", MARKDOWN(source(cell)))
+            stray = STRAY.search(rendered)
+            assert stray is None, f"{path.name}: literal asterisks in {stray.group()!r}"
 
 
 @pytest.mark.parametrize("path", PRACTICE, ids=lambda path: path.stem)
