@@ -1,12 +1,22 @@
 """pi_course — chapter 05 of 动手学 Pi: the model boundary, in Python.
 
 The lesson sits at the top: ``types`` holds the canonical protocol, ``outbound`` is practice
-5.1, ``adapter`` 5.2, ``sse`` 5.3, ``http`` 5.4; ``scripted`` is chapter 04's offline model and
-``migration`` the optional exercise. The tooling lives in subpackages: ``provider`` (the embedded
-OpenAI-compatible server and ``connect()``), ``course`` (practice copies, ``check``, the
-fixtures, the CLI) and ``notebook`` (widgets and display helpers). Everything users rely on is
-importable from here.
+5.1, ``adapter`` 5.2, ``sse`` 5.3, ``http`` 5.3 (reading and abort) and 5.4 (the request and the
+key); ``scripted`` is chapter 04's offline model and ``migration`` the optional exercise. The
+tooling lives in subpackages: ``provider`` (the embedded OpenAI-compatible server and
+``connect()``), ``course`` (practice copies, ``check``, the fixtures, the CLI) and ``notebook``
+(widgets and display helpers). Everything users rely on is importable from here.
 """
+
+import sys as _sys
+
+if _sys.argv[:1] == ["-m"] or "".join(_sys.argv[:1]).endswith(("pi-course", "pi-course.exe")):
+    # The course's command line (`python -m pi_course …`): a lesson module that does not import
+    # (a syntax error, a wrong import) is reported in one line naming the file and the line.
+    # Notebooks, pytest and `import pi_course` keep Python's own traceback.
+    from .course.checkpoint import report_import_failures_in_one_line
+
+    report_import_failures_in_one_line()
 
 from .adapter import (
     FinishChunk,

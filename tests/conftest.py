@@ -5,11 +5,15 @@ For tests in ``test_05_provider_adapter.py`` and ``test_05_beyond.py`` (and only
 * **A time bound.** ``PI_COURSE_TEST_TIMEOUT`` seconds (default 5). An async test is cancelled at
   the bound, which ends any read blocked in an ``await``; a test still running two seconds later
   (a loop that never awaits) is interrupted by ``SIGALRM`` where the platform has it. A test past
-  its bound fails with ``超过 N 秒没有结束``. After three such tests the session stops.
+  its bound fails with ``超过 N 秒没有结束``. The session stops after the first test interrupted
+  by ``SIGALRM`` (a loop that never awaits would hang the next test the same way), or after three
+  timeouts of any kind.
 * **Report facts.** A failing test records, as junit properties: the first difference of the
   failing ``==`` (path, actual and expected, computed on the real objects, so no repr is ever
   truncated), the ``error_message`` of every error the test saw in its events or results, the
-  innermost line of ``pi_course`` code on the failure's traceback, and the time bound if it hit.
+  innermost line of ``pi_course`` code on the failure's traceback (for a timeout: the innermost
+  line of the lesson's own code, where it was stuck), the time bound if it hit, and whether the
+  test never awaited (``SIGALRM`` had to interrupt it).
 * **Progress.** With ``PI_COURSE_CHECK_PROGRESS`` naming a file, each test's start and outcome are
   appended to it as JSON lines, so a runner that had to stop a hung process can still name the test.
 
@@ -42,6 +46,7 @@ SYNC_GRACE = 2.0  # how much longer than the bound an async test may take to rea
 MAX_TIMEOUTS = 3  # a solution that hangs everywhere should not cost the learner a minute
 
 _timed_out = pytest.StashKey[float]()
+_interrupted = pytest.StashKey[bool]()  # SIGALRM stopped it: the code never gave the event loop back
 _comparisons: list[tuple[str, object, object]] = []
 _timeouts = 0
 
@@ -108,6 +113,7 @@ def _alarm(item: pytest.Item, seconds: float, after: float) -> Iterator[None]:
 
     def interrupt(signum: int, frame: FrameType | None) -> None:
         item.stash[_timed_out] = seconds
+        item.stash[_interrupted] = True
         pytest.fail(_timeout_text(seconds))
 
     previous = signal.signal(signal.SIGALRM, interrupt)
@@ -156,7 +162,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         global _timeouts
         _timeouts += 1
         facts.append(("pi_course_timeout", f"{timed_out:g}"))
-        if _timeouts >= MAX_TIMEOUTS:
+        if item.stash.get(_interrupted, False):
+            facts.append(("pi_course_never_awaits", "1"))
+            item.session.shouldstop = "一项测试停在一个从不 await 的循环里，其余测试不再运行"
+        elif _timeouts >= MAX_TIMEOUTS:
             item.session.shouldstop = f"{_timeouts} 项测试超时，其余测试不再运行"
     with contextlib.suppress(Exception):  # a fact that cannot be computed is left out, never fatal
         if _comparisons and isinstance(call.excinfo.value, AssertionError):
@@ -169,7 +178,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         if messages:
             facts.append(("pi_course_error_message", json.dumps(messages, ensure_ascii=False)))
     with contextlib.suppress(Exception):
-        where = _innermost_package_line(call.excinfo.value)
+        where = _innermost_package_line(call.excinfo.value, lesson_only=timed_out is not None)
         if where:
             facts.append(("pi_course_where", where))
     item.user_properties.extend(facts)
@@ -283,8 +292,16 @@ def _error_messages(tb: TracebackType | None, test_file: Path) -> list[str]:
     return seen
 
 
-def _innermost_package_line(error: BaseException) -> str | None:
-    """``pi_course/http.py:87 (_reads)``: the deepest frame of the package under test."""
+GIVEN_FILES = ("types.py", "given.py")  # code the lesson calls but does not write
+
+
+def _innermost_package_line(error: BaseException, *, lesson_only: bool = False) -> str | None:
+    """``pi_course/http.py:87 (OpenAICompatibleTransport._reads)``: the deepest frame of the package.
+
+    ``types.py`` is never named; with ``lesson_only`` (a timeout: where was it stuck?) neither is
+    the given code, so a loop that calls a given helper is named by its own line.
+    """
+    skipped = GIVEN_FILES if lesson_only else GIVEN_FILES[:1]
     package = sys.modules.get("pi_course")
     package_file = getattr(package, "__file__", None)
     if package_file is None:
@@ -301,8 +318,9 @@ def _innermost_package_line(error: BaseException) -> str | None:
         while tb is not None:
             code = tb.tb_frame.f_code
             path = Path(code.co_filename).resolve()
-            if path.is_relative_to(root) and path.name != "types.py":
-                found = f"pi_course/{path.relative_to(root).as_posix()}:{tb.tb_lineno} ({code.co_name})"
+            if path.is_relative_to(root) and path.name not in skipped:
+                name = getattr(code, "co_qualname", code.co_name)
+                found = f"pi_course/{path.relative_to(root).as_posix()}:{tb.tb_lineno} ({name})"
             tb = tb.tb_next
         if found:
             return found

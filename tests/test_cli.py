@@ -6,7 +6,9 @@ Most tests call ``main([...])`` in-process; the few that must run a practice cop
 
 from __future__ import annotations
 
+import ast
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -15,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from pi_course.course import cli as cli_module
 from pi_course.course import practice as practice_module
-from pi_course.course.cli import main
+from pi_course.course.cli import check_target, main, unknown_model_line
 from pi_course.course.practice import TARGET_FOLDER, create_practice, target_diff
 from pi_course.provider.connect import (
     LOCAL_DEFAULT_MODEL,
@@ -78,6 +81,22 @@ def test_check_path_to_a_folder_that_is_not_a_practice_copy(
     assert code == 2 and "不是练习副本" in line and "practice 05" in line
     code, line = one_line(capsys, ["check", "05", "--path", str(tmp_path / "notes.txt")])
     assert code == 2 and "不是一个文件夹" in line
+
+
+def test_check_target_walks_up_to_the_copy_and_names_anything_else(copy: Path, tmp_path: Path) -> None:
+    reference = Path(__file__).parent.parent
+    assert check_target(None, copy / "notebooks", reference) == (copy, None)
+    assert check_target(str(copy / "pi_course" / "course"), tmp_path, reference) == (copy, None)
+    # Outside every copy: the running pi_course, named in one line.
+    root, line = check_target(None, tmp_path, reference)
+    assert root == reference and line is not None and "参考实现" in line and "--path" in line
+    root, line = check_target(None, tmp_path, copy)
+    assert root == copy and line is not None and f"练习副本 {copy}" in line
+    # Nothing to check: refused in one line.
+    (tmp_path / "pi_course").mkdir()
+    (tmp_path / "pi_course" / "__init__.py").write_text("", encoding="utf-8")
+    root, line = check_target(None, tmp_path / "pi_course", tmp_path)
+    assert root is None and line is not None and "不在练习副本里" in line and "practice 05" in line
 
 
 # --- practice -----------------------------------------------------------------------------------
@@ -153,6 +172,41 @@ def test_practice_run_inside_a_copy_makes_the_same_copy(copy: Path, tmp_path: Pa
     assert tree(tmp_path / "again") == tree(copy)
 
 
+def test_learning_md_says_which_stubs_belong_to_which_step(copy: Path) -> None:
+    """Every stub of the copy (a ``Lab 5.x`` body) is named in LEARNING.md's row for its step and file."""
+    rows = [
+        line
+        for line in (copy / "LEARNING.md").read_text(encoding="utf-8").splitlines()
+        if line.startswith("| 5.")
+    ]
+    stubs: list[tuple[str, str, str]] = []
+    for module in ("outbound.py", "adapter.py", "sse.py", "http.py"):
+        source = (copy / "pi_course" / module).read_text(encoding="utf-8")
+        lines = source.splitlines()
+
+        def visit(node: ast.AST, prefix: str, module: str = module, lines: list[str] = lines) -> None:
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.ClassDef):
+                    visit(child, f"{prefix}{child.name}.")
+                elif isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                    body = "\n".join(lines[child.lineno - 1 : child.end_lineno])
+                    found = re.search(r'NotImplementedError\("Lab (5\.\d)|# starter: Lab (5\.\d)', body)
+                    if found:
+                        stubs.append((found[1] or found[2], module, f"{prefix}{child.name}"))
+
+        visit(ast.parse(source), "")
+    assert len(stubs) >= 20
+    for step, module, name in stubs:
+        short = name.removeprefix("OpenAICompatibleTransport.")
+        row = [r for r in rows if r.startswith(f"| {step} | `pi_course/{module}` |")]
+        assert row and (f"`{name}()`" in row[0] or f"`{short}()`" in row[0]), (step, module, name)
+    http_53 = next(r for r in rows if r.startswith("| 5.3 | `pi_course/http.py` |"))
+    assert (
+        "`OpenAICompatibleTransport.stream()`" in http_53
+        and "`OpenAICompatibleTransport._reads()`" in http_53
+    )
+
+
 # --- checkpoint ---------------------------------------------------------------------------------
 
 
@@ -193,6 +247,51 @@ def test_chat_before_5_1_in_a_copy(copy: Path) -> None:
     output = (result.stdout + result.stderr).strip()
     assert result.returncode == 1 and "Traceback" not in output
     assert len(output.splitlines()) == 1 and "5.1" in output, output
+
+
+def test_a_prompt_of_several_words_is_one_prompt(monkeypatch: pytest.MonkeyPatch) -> None:
+    prompts: list[tuple[str, str | None]] = []
+
+    async def fake_chat(prompt: str, model: str | None) -> int:
+        prompts.append((prompt, model))
+        return 0
+
+    monkeypatch.setattr(cli_module, "_chat", fake_chat)
+    assert main(["chat", "读取", "README.md"]) == 0
+    assert main(["chat", "--model", "slow", "数到", "五"]) == 0
+    assert prompts == [("读取 README.md", None), ("数到 五", "slow")]
+
+
+@pytest.mark.parametrize(
+    ("argv", "prog"),
+    [(["chat", "hi", "--bogus"], "chat"), (["check", "05", "extra"], "check"), (["serve", "now"], "serve")],
+)
+def test_a_subcommands_unknown_argument_names_the_subcommand(
+    capsys: pytest.CaptureFixture[str], argv: list[str], prog: str
+) -> None:
+    code, line = one_line(capsys, argv)
+    assert code == 2
+    assert line.startswith(f"python -m pi_course {prog}: 错误：unrecognized arguments: {argv[-1]}")
+    assert f"python -m pi_course {prog} --help" in line
+
+
+def test_chat_with_an_unknown_local_model_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    code, line = one_line(capsys, ["chat", "--model", "nope", "hi"])
+    assert code == 2
+    assert line.startswith(
+        "chat：模型 'nope' 不存在（HTTP 404：The model `nope` does not exist. Available models: mainline,"
+    )
+    assert line.endswith("用 --model 选一个存在的名字，或者省略 --model（默认 mainline）。")
+
+
+def test_unknown_model_line_only_for_a_404_about_the_model() -> None:
+    openai = "Provider returned HTTP 404: The model `gpt-9` does not exist or you do not have access to it."
+    line = unknown_model_line(openai, "gpt-9", "https://api.openai.com/v1")
+    assert line is not None and "PI_COURSE_MODEL" in line and "'gpt-9'" in line
+    ollama = 'Provider returned HTTP 404: model "llama9" not found, try pulling it first'
+    assert unknown_model_line(ollama, "llama9", "http://127.0.0.1:11434/v1") is not None
+    assert unknown_model_line("Provider returned HTTP 404: Not Found", "m", "https://x/v1") is None
+    assert unknown_model_line("Provider returned HTTP 401: model access denied", "m", None) is None
 
 
 def test_base_url_without_a_model(

@@ -97,8 +97,23 @@ MISTAKES = {
         "self._buffer = lines.pop()",
         'self._buffer = ""  # every read taken as whole lines',
         ["  ✗ test_sse_interleaved_tool_arguments_are_recovered_by_index_with_trailing_usage — 下一步：看 "
-         "pi_course/sse.py 的 SSEDecoder.feed()（行缓冲：一次网络读取不是一条 event）",
-         "      你的代码发出了 error 事件，error_message：'Invalid provider chunk: data is not valid JSON'"],
+         "pi_course/sse.py 的 SSEDecoder.feed()：行缓冲——测试发出的每条 data 都是完整、合法的 JSON",
+         "      你的代码发出了 error 事件，error_message：'Invalid provider chunk: data is not valid JSON'",
+         # One cause behind all five: said once.
+         "  ✗ test_sse_missing_finish_keeps_partial_and_ends_in_error — 下一步：同上",
+         "  ✗ test_sse_abort_during_a_blocked_read_ends_aborted_and_closes_the_response — 下一步：同上",
+         "  ✗ test_sse_invalid_chunk_ends_in_error_naming_the_problem — 下一步：同上",
+         "  ✗ test_sse_unknown_finish_reason_is_an_error_that_names_finish_reason — 下一步：同上"],
+    ),
+    "infinite-loop-in-feed": (
+        "ada", "sse.py",
+        "start = end + 1",
+        "start = end  # the same line again, forever",
+        ["测试提前停止：一项测试停在一个从不 await 的循环里，其余测试不再运行",
+         "  ✗ test_sse_interleaved_tool_arguments_are_recovered_by_index_with_trailing_usage — 下一步：看 "
+         "pi_course/sse.py 的 SSEDecoder.feed()：第 ",
+         "      超过 2 秒没有结束：一个从不 await 的循环没有结束",
+         "      停在 pi_course/sse.py:"],
     ),
     "read-not-raced-with-abort": (
         "ada", "http.py",
@@ -147,6 +162,16 @@ MISTAKES = {
     ),
 }  # fmt: skip
 
+# What check must not print for a mistake: hints that blame code the mistake is not in.
+MISLEADING = {
+    "one-read-taken-as-events": ["AbortRace", "_finish_reason()", "parse_payload() 与 _record()"],
+    "infinite-loop-in-feed": ["AbortRace", "被阻塞的读取", "  ✗ test_sse_missing_finish"],
+    "read-not-raced-with-abort": ["yield", "race.iterate("],
+}
+# Mistakes that must hang: a short time bound, and a limit on the whole check.
+HANGS = {"read-not-raced-with-abort": 2.0, "infinite-loop-in-feed": 2.0}
+SECONDS = {"infinite-loop-in-feed": 3 * (2 + 2)}  # stopped at the first loop, not after three
+
 
 @pytest.mark.parametrize("name", MISTAKES)
 def test_a_typical_mistake_ends_check_within_its_bound_with_the_decisive_line(
@@ -157,10 +182,12 @@ def test_a_typical_mistake_ends_check_within_its_bound_with_the_decisive_line(
     mistake(copy, module, correct, wrong)
     # The beyond checks only where the mistake is one; a shorter time bound where a test must hang.
     flags = () if name == "key-kept-in-context" else ("--course-only",)
-    result, seconds = check(copy, *flags, bound=2 if name == "read-not-raced-with-abort" else None)
+    result, seconds = check(copy, *flags, bound=HANGS.get(name))
     assert result.returncode == 1, result.stdout
-    assert seconds < checkpoint.RUN_TIMEOUT
+    assert seconds < SECONDS.get(name, checkpoint.RUN_TIMEOUT), f"{seconds:.1f} s"
     assert "Traceback" not in result.stdout + result.stderr
     lines = result.stdout.splitlines()
     for line in expected:
         assert any(printed.startswith(line) for printed in lines), f"{line!r} not in:\n{result.stdout}"
+    for text in MISLEADING.get(name, ()):
+        assert text not in result.stdout, f"{text!r} in:\n{result.stdout}"

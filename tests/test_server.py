@@ -365,3 +365,32 @@ async def test_recorded_models_need_streaming_and_an_existing_name(provider: Loc
         )
     assert whole.status_code == 400 and "stream: true" in whole.json()["error"]["message"]
     assert missing.status_code == 404 and "no-such-stream" in missing.json()["error"]["message"]
+
+
+async def test_an_unknown_model_is_a_404_naming_it_as_a_real_provider_answers(
+    provider: LocalProvider,
+) -> None:
+    messages = [{"role": "user", "content": "x"}]
+    async with httpx.AsyncClient() as client:
+        for stream in (True, False):
+            response = await client.post(
+                f"{provider.base_url}/chat/completions",
+                json={"model": "nope", "messages": messages, "stream": stream},
+            )
+            assert response.status_code == 404
+            error = response.json()["error"]
+            assert (error["type"], error["code"]) == ("invalid_request_error", "model_not_found")
+            assert error["message"].startswith(
+                "The model `nope` does not exist. Available models: mainline, "
+            )
+            assert all(name in error["message"] for name in SCRIPTS) and "recorded/<name>" in error["message"]
+    # The official client sees OpenAI's own error; pi_course ends the turn in one error event.
+    async with openai.AsyncOpenAI(base_url=provider.base_url, api_key="local") as oai:
+        with pytest.raises(openai.NotFoundError) as raised:
+            await oai.chat.completions.create(model="nope", messages=messages)  # type: ignore[arg-type]
+    assert raised.value.code == "model_not_found"
+    events, result = await turn(provider, "nope", AgentContext((user_message("x"),)))
+    assert [e.type for e in events] == ["start", "error"]
+    assert (result.error_message or "").startswith(
+        "Provider returned HTTP 404: The model `nope` does not exist."
+    )

@@ -28,9 +28,11 @@ import re
 import subprocess
 import sys
 import tempfile
+import traceback
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 FOCUSED_TEST = "test_05_provider_adapter.py"
@@ -71,6 +73,7 @@ class Detail:
     assertion: str | None = None  # the failing source line of the test
     label: str | None = None  # a beyond check's name (its docstring's first line)
     hint: str | None = None  # a beyond check's "下一步：" line
+    never_awaits: bool = False  # past the bound inside code that never awaited (stopped by SIGALRM)
 
 
 @dataclass(frozen=True)
@@ -153,17 +156,140 @@ def _environment(root: Path, progress: Path | None = None) -> dict[str, str]:
     return env
 
 
-def _import_failure(stderr: str, root: Path) -> str:
-    """One line for a package that does not import: the error, and where when it is the learner's."""
-    lines = stderr.strip().splitlines()
-    last = lines[-1] if lines else "（没有输出）"
-    where = ""
-    for line in lines:
-        found = re.match(r'\s*File "(?P<file>[^"]+)", line (?P<line>\d+)', line)
-        if found and Path(found["file"]).resolve().is_relative_to(root / "pi_course"):
-            relative = Path(found["file"]).resolve().relative_to(root).as_posix()
-            where = f"（{relative} 第 {found['line']} 行）"
-    return f"pi_course 无法导入{where}：{last}"
+# --- a pi_course that does not import ------------------------------------------------------------
+#
+# One line, the same wherever the failure is found: by `python -m pi_course` itself (the guard in
+# pi_course/__init__.py calls stop_for_the_course_cli), by check's probe, or by pytest's collection.
+
+CHECK_COMMAND = "python -m pi_course check 05"
+CONSOLE_SCRIPT = "pi-course"  # [project.scripts] in pyproject.toml
+_LOCATION = re.compile(
+    r'^(?:E\s+)?\s*(?:File "(?P<file>[^"]+)", line (?P<line>\d+)'  # Python's traceback
+    r'|(?P<short>[^\s"<>][^"<>]*?\.py):(?P<short_line>\d+): in )'  # pytest's
+)
+_ERROR_LINE = re.compile(r"^(?:E\s+)?(?P<error>[A-Za-z_][\w.]*(?:Error|Exception|Warning)(?::.*)?)$")
+_NO_MODULE = re.compile(r"^ModuleNotFoundError: No module named '(?P<name>[^']+)'")
+
+
+def import_failure_line(error: str, where: tuple[str, int] | None = None) -> str:
+    """The one line for a pi_course that does not import: where, what, and the next step.
+
+    ``error`` is the exception's last line (``SyntaxError: expected ':'``); ``where`` the file
+    relative to the tree (``pi_course/sse.py``) and line, when it is inside ``pi_course/``.
+    """
+    missing = _NO_MODULE.match(error)
+    if missing and missing["name"].split(".")[0] != "pi_course":  # a dependency, not the lesson
+        place = f"（{where[0]} 第 {where[1]} 行要用它）" if where else ""
+        return (
+            f"pi_course 无法导入：没有安装 {missing['name']}{place}。下一步：用安装了 pi-course[lab] 的 "
+            f"Python 运行（先激活它的虚拟环境，例如 source .venv/bin/activate），再运行 {CHECK_COMMAND}。"
+        )
+    if where is None:
+        return f"pi_course 无法导入：{error}。下一步：改好它，再运行 {CHECK_COMMAND}。"
+    return (
+        f"{where[0]} 第 {where[1]} 行：{error}（pi_course 无法导入）。"
+        f"下一步：改好这一行，再运行 {CHECK_COMMAND}。"
+    )
+
+
+def _within(file: str, root: Path) -> str | None:
+    """``file`` relative to ``root`` (``pi_course/sse.py``) when it lies in ``root/pi_course``."""
+    path = Path(file) if Path(file).is_absolute() else root / file
+    try:
+        path, root = path.resolve(), root.resolve()
+    except OSError:
+        return None
+    return path.relative_to(root).as_posix() if path.is_relative_to(root / "pi_course") else None
+
+
+def _import_failure(text: str, root: Path) -> str:
+    """The one line from a traceback as text: a probe's stderr or pytest's collection error."""
+    error = "（没有输出）"
+    where: tuple[str, int] | None = None
+    for line in text.strip().splitlines():
+        location = _LOCATION.match(line)
+        if location:
+            file, number = location["file"] or location["short"], location["line"] or location["short_line"]
+            inside = _within(file, root)
+            if inside is not None:
+                where = (inside, int(number))
+            continue
+        found = _ERROR_LINE.match(line)
+        if found:
+            error = found["error"].strip()
+    return import_failure_line(error, where)
+
+
+def exception_failure_line(error: BaseException, package: Path = PACKAGE) -> str:
+    """The same one line from the exception itself (the guard in ``pi_course/__init__.py``)."""
+    root = package.parent
+    where: tuple[str, int] | None = None
+    for frame, number in traceback.walk_tb(error.__traceback__):
+        inside = _within(frame.f_code.co_filename, root)
+        if inside is not None:
+            where = (inside, number)
+    if isinstance(error, SyntaxError) and error.filename and error.lineno:
+        inside = _within(error.filename, root)
+        if inside is not None:
+            where = (inside, error.lineno)
+    last = traceback.format_exception_only(type(error), error)[-1].strip()
+    return import_failure_line(last, where)
+
+
+def _running_module(argv: list[str]) -> str | None:
+    """The module of ``python [options] -m MODULE ...``; ``None`` for a script or ``-c``."""
+    options_with_a_value = {"-W", "-X", "--check-hash-based-pycs"}
+    index = 1
+    while index < len(argv):
+        token = argv[index]
+        if token == "-m":
+            return argv[index + 1] if index + 1 < len(argv) else None
+        if token.startswith("-m"):
+            return token[2:]
+        if token == "-c" or token == "-" or not token.startswith("-"):
+            return None
+        index += 2 if token in options_with_a_value else 1
+    return None
+
+
+def is_course_cli(orig_argv: list[str] | None = None, argv: list[str] | None = None) -> bool:
+    """``python -m pi_course …`` or the ``pi-course`` script: the course's command line is running."""
+    orig_argv = list(getattr(sys, "orig_argv", [])) if orig_argv is None else orig_argv
+    argv = sys.argv if argv is None else argv
+    module = _running_module(orig_argv)
+    if module is not None:
+        return module == "pi_course" or module.startswith("pi_course.")
+    return bool(argv) and Path(argv[0]).stem == CONSOLE_SCRIPT
+
+
+def _importing_the_package(tb: TracebackType | None, package: Path = PACKAGE) -> bool:
+    """The traceback runs through ``pi_course/__init__.py``'s module code: importing it failed."""
+    init = (package / "__init__.py").resolve()
+    return any(
+        frame.f_code.co_name == "<module>" and Path(frame.f_code.co_filename).resolve() == init
+        for frame, _ in traceback.walk_tb(tb)
+    )
+
+
+def report_import_failures_in_one_line() -> None:
+    """In the course's command line: a ``pi_course`` that does not import is one line, exit 1.
+
+    ``pi_course/__init__.py`` calls this before it imports the lesson modules, only when it is
+    being imported by ``python -m pi_course`` or the ``pi-course`` script. It installs an
+    ``excepthook`` for exceptions raised while importing the package; every other exception, and
+    every other process (notebooks, pytest, ``import pi_course``), keeps Python's traceback.
+    """
+    if not is_course_cli():
+        return
+    previous = sys.excepthook
+
+    def hook(kind: type[BaseException], error: BaseException, tb: TracebackType | None) -> None:
+        if isinstance(error, Exception) and _importing_the_package(tb):
+            print(exception_failure_line(error), file=sys.stderr)
+        else:
+            previous(kind, error, tb)
+
+    sys.excepthook = hook
 
 
 def _run(command: list[str], root: Path, env: dict[str, str]) -> tuple[int | None, str]:
@@ -227,6 +353,9 @@ def run_focused(
         returncode, output = _run(command, root, env)
         if returncode is None or not junit.exists():
             return _from_progress(progress, steps, output, returncode, beyond_file is not None)
+        collection = _collection_error(junit)
+        if collection is not None:  # nothing ran: say why in the probe's words
+            return Report({}, _collection_failure(collection, root), output=output)
         report = _from_junit(junit, steps, beyond_file is not None)
     stopped = None
     interrupted = re.search(r"Interrupted: (.*?) !*$", output, re.MULTILINE)
@@ -241,6 +370,27 @@ def run_focused(
         stopped=stopped,
         output=output,
     )
+
+
+def _collection_error(junit: Path) -> str | None:
+    """The report of a test file pytest could not collect (import it), if any."""
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        for error in case.iter("error"):
+            if error.get("message") == "collection failure":
+                return error.text or ""
+    return None
+
+
+def _collection_failure(text: str, root: Path) -> str:
+    """A test file that does not import: the import-failure line when pi_course is the cause."""
+    if any(
+        (found := _LOCATION.match(line)) and _within(found["file"] or found["short"], root) is not None
+        for line in text.splitlines()
+    ):
+        return _import_failure(text, root)
+    errors = [found["error"] for line in text.splitlines() if (found := _ERROR_LINE.match(line))]
+    last = errors[-1] if errors else "（没有报告）"
+    return f"聚焦测试无法收集：{last}。用 {CHECK_COMMAND} -v 查看 pytest 的完整报告。"
 
 
 def _step_of(name: str, steps: tuple[Step, ...]) -> Step | None:
@@ -345,6 +495,7 @@ def _detail(report: str, properties: dict[str, str]) -> Detail:
         assertion=_failing_line(report),
         label=label,
         hint=properties.get("pi_course_hint"),
+        never_awaits=properties.get("pi_course_never_awaits") == "1",
     )
 
 
@@ -423,12 +574,32 @@ HINTS = {
     "test_fetch_transport_redacts": "pi_course/http.py 的 _Secret.redact() 与 stream() 的错误出口",
 }
 
-# What running past the time bound usually means, per test.
+# What running past the time bound usually means, per test: only when the test was stuck where
+# that meaning applies (see _timeout_meaning).
 TIMEOUT_MEANINGS = {
     "test_sse_abort": "被阻塞的读取没有被 abort 信号打断——只在两次读取之间检查 signal 是不够的；"
-    "把读取交给给定的 AbortRace：yield race.iterate(response.aiter_bytes())",
+    "每一次读取都要和 abort 信号竞争：用给定的 given.AbortRace 包住响应体的读取",
 }
 TIMEOUT_MEANING = "通常是某次读取在等一段永远不会到来的字节，或一个循环没有结束"
+NEVER_AWAITS = "一个从不 await 的循环没有结束（测试在这里被强行打断；没有哪次读取在等字节）"
+# Where a blocked read waits: the transport's reads, the given abort race, the SSE reader's `async for`.
+READ_PATH_FILES = ("pi_course/http.py", "pi_course/given.py")
+READ_PATH_FUNCTIONS = ("iter_sse_events",)
+_WHERE = re.compile(r"^(?P<file>\S+):(?P<line>\d+) \((?P<function>[^)]*)\)$")
+
+# A JSON parser's complaint about a payload: the focused tests only send well-formed JSON payloads.
+_CUT_JSON = re.compile(
+    r"not valid JSON|Expecting (?:value|property name|',' delimiter|':' delimiter)|Unterminated string|"
+    r"Extra data|Invalid control character"
+)
+FRAMING_HINT = (
+    "pi_course/sse.py 的 SSEDecoder.feed()：行缓冲——测试发出的每条 data 都是完整、合法的 JSON，"
+    "到了 parse_json() 却不是：一次网络读取不是一条 event，还没等到换行的那段要留到下一次读取"
+)
+DONE_HINT = (
+    "pi_course/sse.py 的 iter_provider_chunks()：data 为 [DONE] 的 event 表示流结束，它不是 JSON，"
+    "不能交给 parse_json()"
+)
 
 
 def _lookup(table: dict[str, str], name: str) -> str | None:
@@ -480,14 +651,65 @@ def _bare_assert(message: str) -> bool:
     return message.startswith(("assert ", "AssertionError: assert "))
 
 
+def _where_parts(where: str | None) -> re.Match[str] | None:
+    return _WHERE.match(where) if where else None
+
+
+def _in_read_path(where: str | None) -> bool:
+    """Stuck in an ``await`` on the response body (or nowhere known), not in a loop of its own."""
+    parts = _where_parts(where)
+    if parts is None:
+        return True
+    function = parts["function"].rsplit(".", 1)[-1]
+    return parts["file"] in READ_PATH_FILES or function in READ_PATH_FUNCTIONS
+
+
+def _timeout_meaning(name: str, detail: Detail) -> str | None:
+    """The test's own timeout meaning, only when it was stuck where that meaning applies."""
+    if detail.never_awaits or not _in_read_path(detail.where):
+        return None
+    return _lookup(TIMEOUT_MEANINGS, name)
+
+
+def _diagnosis(name: str, detail: Detail) -> str | None:
+    """The next step the evidence points at, when it is clear; else ``None`` (the test's own hint)."""
+    if detail.timeout is not None:
+        parts = _where_parts(detail.where)
+        if parts is not None and (detail.never_awaits or not _in_read_path(detail.where)):
+            return f"{parts['file']} 的 {parts['function']}()：第 {parts['line']} 行所在的循环没有结束"
+        return None
+    if name.startswith("test_sse") and any(_CUT_JSON.search(m) for m in detail.error_messages):
+        later = detail.assertion is not None and not detail.assertion.startswith("assert deltas")
+        if name.startswith("test_sse_interleaved") and later:
+            return DONE_HINT  # every tool delta arrived, so framing worked: the one non-JSON data is [DONE]
+        return FRAMING_HINT
+    return None
+
+
+def next_step(report: Report, name: str, *, beyond: bool = False) -> str:
+    """What to look at for one failing test: the evidence's diagnosis, else the test's own hint."""
+    detail = report.details.get(name, Detail())
+    if beyond:
+        return _diagnosis(name, detail) or detail.hint or "见 tests/test_05_beyond.py 中这项检查的说明"
+    own = _lookup(HINTS, name) or "见 tests/test_05_provider_adapter.py 中这项测试"
+    return f"看 {_diagnosis(name, detail) or own}"
+
+
 def failure_lines(report: Report, name: str, *, beyond: bool = False, same_hint: bool = False) -> list[str]:
-    """One line naming the test and the next step, then the decisive lines, indented."""
+    """One line naming the test and the next step, then the decisive lines, indented.
+
+    ``same_hint``: the test before it had the same next step, which is then said once ("同上").
+    """
     detail = report.details.get(name, Detail())
     if detail.timeout is not None:
-        meaning = _lookup(TIMEOUT_MEANINGS, name)
-        decisive = [f"超过 {detail.timeout:g} 秒没有结束：{meaning or TIMEOUT_MEANING}。"]
-        if detail.where and meaning is None:  # a known meaning already names the place to look
-            decisive.append(f"停在 {detail.where}")
+        meaning = _timeout_meaning(name, detail)
+        if meaning is None:
+            meaning = NEVER_AWAITS if detail.never_awaits else TIMEOUT_MEANING
+            decisive = [f"超过 {detail.timeout:g} 秒没有结束：{meaning}。"]
+            if detail.where:
+                decisive.append(f"停在 {detail.where}")
+        else:  # a known meaning already names the place to look
+            decisive = [f"超过 {detail.timeout:g} 秒没有结束：{meaning}。"]
     else:
         decisive = []
         if detail.assertion and (detail.difference is not None or _bare_assert(detail.message)):
@@ -502,40 +724,44 @@ def failure_lines(report: Report, name: str, *, beyond: bool = False, same_hint:
             decisive.append(f"你的代码发出了 error 事件，error_message：{_shorten(repr(message), 2 * WIDTH)}")
         if detail.where and detail.difference is None:
             decisive.append(f"出错位置：{detail.where}")
+    shown = "同上" if same_hint else next_step(report, name, beyond=beyond)
     if beyond:
-        next_step = "同上" if same_hint else detail.hint or "见 tests/test_05_beyond.py 中这项检查的说明"
-        head = f"  ✗ {detail.label or name}（{name}）— 下一步：{next_step}"
+        head = f"  ✗ {detail.label or name}（{name}）— 下一步：{shown}"
     else:
-        next_step = _lookup(HINTS, name) or "见 tests/test_05_provider_adapter.py 中这项测试"
-        head = f"  ✗ {name} — 下一步：看 {next_step}"
+        head = f"  ✗ {name} — 下一步：{shown}"
     return [head, *(f"      {line}" for line in decisive)]
 
 
 def next_step_lines(report: Report, steps: tuple[Step, ...]) -> list[str]:
-    """The failures to look at first: those of the first unfinished step (then the beyond checks)."""
+    """The failures to look at first: those of the first unfinished step (then the beyond checks).
+
+    Consecutive failures with the same next step (one cause, several tests) name it once.
+    """
     if report.red_light is not None:
         return []
     unfinished = [step for step in steps if report.passed.get(step.number, 0) < step.expected]
     lines: list[str] = []
+    previous: str | None = None
+    hint: str | None
     if unfinished:
         first = unfinished[0]
         for name, _ in report.failures:
             if _step_of(name, (first,)) is not None:
-                lines += failure_lines(report, name)
+                hint = next_step(report, name)
+                lines += failure_lines(report, name, same_hint=hint == previous)
+                previous = hint
         if not any(_step_of(name, (first,)) for name, _ in report.failures):
             lines.append(f"  ✗ 实践 {first.number} 的测试没有全部运行——用 check -v 查看 pytest 的完整报告")
         later = [step.number for step in unfinished[1:]]
         if later:
             lines.append(f"  之后还未通过：实践 {'、'.join(later)}（先完成实践 {first.number}）")
         return lines
-    previous_hint: str | None = None
     for name, ok in report.beyond or ():
         if not ok:
-            hint = report.details.get(name, Detail()).hint
-            lines += failure_lines(
-                report, name, beyond=True, same_hint=hint is not None and hint == previous_hint
-            )
-            previous_hint = hint
+            detail = report.details.get(name, Detail())
+            hint = next_step(report, name, beyond=True) if detail.hint or _diagnosis(name, detail) else None
+            lines += failure_lines(report, name, beyond=True, same_hint=hint is not None and hint == previous)
+            previous = hint
     return lines
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import re
 import socket
 import sys
 from collections.abc import Sequence
@@ -66,6 +67,24 @@ def _missing_server(error: ModuleNotFoundError) -> str | None:
     return f'本地 provider 需要 {error.name}，但它没有安装：pip install "pi-course[lab]"（或 make lab）。'
 
 
+_MODEL_NOT_FOUND = re.compile(
+    r"HTTP 404: (?P<message>.*\bmodel\b.*(?:does not exist|not found|not exist|model_not_found).*)$",
+    re.IGNORECASE,
+)
+
+
+def unknown_model_line(error_message: str | None, model: str, base_url: str | None) -> str | None:
+    """One line for an HTTP 404 that says the model does not exist (the local provider's or a real one's)."""
+    found = _MODEL_NOT_FOUND.search(error_message or "")
+    if found is None:
+        return None
+    if base_url:
+        fix = f"换一个这个 provider 有的模型名（--model 或 PI_COURSE_MODEL），base URL 是 {base_url}"
+    else:
+        fix = "用 --model 选一个存在的名字，或者省略 --model（默认 mainline）"
+    return f"chat：模型 {model!r} 不存在（HTTP 404：{found['message'].rstrip('.')}）。{fix}。"
+
+
 async def _chat(prompt: str, model_name: str | None) -> int:
     try:
         from ..notebook.display import describe_event
@@ -85,11 +104,24 @@ async def _chat(prompt: str, model_name: str | None) -> int:
         _say(_missing_server(error) or f"chat 缺少依赖：{error}")
         return 1
     context = AgentContext(messages=(user_message(prompt),), tools=(READ_TOOL,))
+    base_url = os.environ.get("PI_COURSE_BASE_URL")
+    held = None  # `start`, printed with the next event: an unknown model is then one line alone
     try:
         async for event in model.stream(context):
+            if event.type == "start" and held is None:
+                held = event
+                continue
+            if event.type == "error":
+                unknown = unknown_model_line(event.error.error_message, model.model, base_url)
+                if unknown is not None:
+                    _say(unknown)
+                    return EXIT_USAGE
+            if held is not None:
+                print(describe_event(held), flush=True)
+                held = None
             print(describe_event(event), flush=True)
             if event.type == "error":
-                hint = not_found_hint(event.error.error_message, os.environ.get("PI_COURSE_BASE_URL"))
+                hint = not_found_hint(event.error.error_message, base_url)
                 if hint:
                     _say(hint)
                 return 1
@@ -135,13 +167,72 @@ def practice_path_problem(path: str) -> str | None:
         )
     if not folder.is_dir():
         return f"check --path {path}：这不是一个文件夹。请给出练习副本的目录。"
-    tests = (folder / "tests" / FOCUSED_TEST, folder / "pi_course" / "_course" / "tests" / FOCUSED_TEST)
-    if not (folder / "pi_course" / "__init__.py").is_file() or not any(test.is_file() for test in tests):
+    if find_course_tree(folder.resolve()) is None:
         return (
             f"check --path {path}：这里不是练习副本（需要 pi_course/__init__.py 和 tests/{FOCUSED_TEST}）。"
             "请给出 python -m pi_course practice 05 DIR 创建的目录。"
         )
     return None
+
+
+def is_course_tree(folder: Path) -> bool:
+    """A folder ``check`` can test: ``pi_course/__init__.py`` beside the focused tests."""
+    from .checkpoint import FOCUSED_TEST
+
+    tests = (folder / "tests" / FOCUSED_TEST, folder / "pi_course" / "_course" / "tests" / FOCUSED_TEST)
+    return (folder / "pi_course" / "__init__.py").is_file() and any(test.is_file() for test in tests)
+
+
+def is_practice_copy(folder: Path) -> bool:
+    """A tree made by ``practice 05`` (its ``__init__.py`` says ``EDITION = "practice"``)."""
+    try:
+        source = (folder / "pi_course" / "__init__.py").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    return 'EDITION = "practice"' in source or (folder / "LEARNING.md").is_file()
+
+
+def find_course_tree(start: Path) -> Path | None:
+    """The nearest tree ``check`` can test at or above ``start`` (a practice copy's notebooks/…)."""
+    for folder in (start, *start.parents):
+        if is_course_tree(folder):
+            return folder
+    return None
+
+
+def check_target(path: str | None, cwd: Path, running: Path) -> tuple[Path | None, str | None]:
+    """Which tree ``check`` tests, with the one line to say about it; or ``None`` and why not.
+
+    The nearest tree at or above ``--path`` (else the current directory) — a practice copy is
+    checked without a word. Outside every tree, the tree of the running ``pi_course``. Whatever
+    is not a practice copy (the reference) is named in one line, so that a learner who ran
+    ``check`` in the wrong folder does not take the reference's 11/11 for their own.
+    """
+    if path is not None:
+        problem = practice_path_problem(path)
+        if problem is not None:
+            return None, problem
+        start = Path(path).expanduser().resolve()
+    else:
+        start = cwd
+    found = find_course_tree(start)
+    if found is None:
+        if not is_course_tree(running):
+            return None, (
+                f"check 05：{cwd} 不在练习副本里，正在运行的 pi_course（{running / 'pi_course'}）"
+                "也没有聚焦测试。请 cd 到练习副本的目录再运行，或加 --path 副本目录"
+                "（python -m pi_course practice 05 DIR 创建一份）。"
+            )
+        found = running
+        if is_practice_copy(found):
+            note = f"check 05：{cwd} 不在练习副本里；检查的是正在运行的 pi_course 所在的练习副本 {found}。"
+            return found, note
+    if is_practice_copy(found):
+        return found, None
+    return found, (
+        f"check 05：检查的是参考实现（reference，{found / 'pi_course'}），不是练习副本。"
+        "要检查你的练习副本：在副本目录里运行，或加 --path 副本目录。"
+    )
 
 
 def _checkpoint(diff: bool, mine: bool) -> int:
@@ -183,7 +274,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="Stream one model turn and print every event. Uses PI_COURSE_BASE_URL, "
         "PI_COURSE_MODEL and PI_COURSE_API_KEY when PI_COURSE_BASE_URL is set, else the local provider.",
     )
-    chat.add_argument("prompt")
+    chat.add_argument("prompt", nargs="+", help="the prompt; several words are one prompt (读取 README.md)")
     chat.add_argument("--model", help=_model_help())
 
     practice = commands.add_parser("practice", help="create a practice copy at the chapter's start")
@@ -193,7 +284,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     check = commands.add_parser("check", help="run the focused tests, one line per practice step")
     check.add_argument("chapter", choices=["05"])
     check.add_argument("--step", choices=["5.1", "5.2", "5.3", "5.4"])
-    check.add_argument("--path", help="a practice copy (default: this pi_course)")
+    check.add_argument(
+        "--path",
+        help="a practice copy or a folder inside one (default: the copy around the current folder; "
+        "outside every copy, the running pi_course, which is then named)",
+    )
     check.add_argument("-v", "--verbose", action="store_true", help="print pytest's full report too")
     check.add_argument(
         "--course-only", action="store_true", help="the 11 focused tests alone, without the beyond checks"
@@ -205,14 +300,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     checkpoint.add_argument("--mine", action="store_true", help="with --diff: from your files to the target")
 
     try:
-        args = parser.parse_args(argv)
+        args, extra = parser.parse_known_args(argv)
+        if extra:  # named by the subcommand that did not take them, with its own --help
+            commands.choices[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
     except SystemExit as stop:  # --help, or a one-line usage error already printed
         return stop.code if isinstance(stop.code, int) else EXIT_USAGE
-    if args.command == "check" and args.path is not None:
-        problem = practice_path_problem(args.path)
-        if problem is not None:
-            _say(problem)
-            return EXIT_USAGE
     if args.command == "serve":
         try:
             return _serve(args.host, args.port)
@@ -220,7 +312,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_INTERRUPTED
     if args.command == "chat":
         try:
-            return asyncio.run(_chat(args.prompt, args.model))
+            return asyncio.run(_chat(" ".join(args.prompt), args.model))
         except KeyboardInterrupt:
             _say("chat 已中断（Ctrl-C）。")
             return EXIT_INTERRUPTED
@@ -240,10 +332,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.command == "check":
         from .checkpoint import check as run_check
+        from .checkpoint import course_root
 
         try:
+            cwd = Path.cwd()
+        except OSError:  # the current folder was removed
+            cwd = Path(os.environ.get("PWD") or ".").absolute()
+        root, line = check_target(args.path, cwd, course_root())
+        if line is not None:
+            _say(line)
+        if root is None:
+            return EXIT_USAGE
+        try:
             beyond = args.step is None and not args.course_only
-            return 0 if run_check(args.step, args.path, beyond=beyond, verbose=args.verbose) else 1
+            return 0 if run_check(args.step, root, beyond=beyond, verbose=args.verbose) else 1
         except KeyboardInterrupt:
             print("check 已中断（Ctrl-C）。", file=sys.stderr)
             return 130
@@ -261,8 +363,9 @@ CHECKPOINT_05 = """Checkpoint 05 · 接入 OpenAI-compatible Provider
   pi_course/types.py      5.1  ToolDefinition、AgentContext.tools（并在 __init__.py 导出）
   pi_course/outbound.py   5.1  to_provider_messages()、to_provider_tools()
   pi_course/adapter.py    5.2  fixed_transport()、OpenAICompatibleModel.stream()
-  pi_course/sse.py        5.3  SSEDecoder、parse_payload()、iter_provider_chunks()
-  pi_course/http.py       5.3  读取响应与取消；5.4  请求形状与密钥脱敏
+  pi_course/sse.py        5.3  SSEDecoder.feed()、parse_payload() 与校验函数、iter_provider_chunks()
+  pi_course/http.py       5.3  stream()、_reads()：读取响应与取消（5 项 SSE 测试都经过它们）
+                          5.4  chat_completions_url()、_headers()、request_body()、_Secret.redact()
 聚焦测试：tests/test_05_provider_adapter.py
 命令：
   python -m pi_course practice 05 DIR        创建练习目录

@@ -2,7 +2,8 @@
 
 ``POST /v1/chat/completions`` answers with Server-Sent Events when ``stream`` is true and with a
 JSON completion otherwise; ``GET /v1/models`` lists the scripts. The reply is chosen by the
-request's model name; any name that names no other script plays the chapter's mainline.
+request's model name (``mainline`` is the chapter's main line); a name that is neither a script nor
+a recording gets what a real OpenAI-compatible server answers: HTTP 404, ``model_not_found``.
 
 ``recorded/<name>`` replays, byte for byte, a stream recorded from a real provider (the corpus in
 ``recordings/``, described by its ``index.json``), so real-world streams can be read offline.
@@ -46,6 +47,11 @@ class HTTPFailure:
     status: int
     message: str
     type: str
+    code: str | None = None
+
+    def response(self) -> JSONResponse:
+        error: dict[str, Any] = {"message": self.message, "type": self.type, "param": None, "code": self.code}
+        return JSONResponse({"error": error}, status_code=self.status)
 
 
 Reply = list[Step] | HTTPFailure
@@ -148,7 +154,23 @@ SCRIPTS: dict[str, Callable[[MessageList], Reply]] = {
 
 
 def reply_for(model: str, messages: MessageList) -> Reply:
-    return SCRIPTS.get(model, mainline)(messages)
+    """The script's reply; an unknown name is an HTTP 404, as a real provider answers it."""
+    script = SCRIPTS.get(model)
+    if script is None:
+        return unknown_model(model)
+    return script(messages)
+
+
+def unknown_model(model: str) -> HTTPFailure:
+    """OpenAI's answer to an unknown model (HTTP 404, ``model_not_found``), naming the ones there are."""
+    names = ", ".join(SCRIPTS)
+    return HTTPFailure(
+        404,
+        f"The model `{model}` does not exist. Available models: {names}, and recorded/<name> "
+        "for the recorded streams (GET /v1/models lists them all).",
+        "invalid_request_error",
+        code="model_not_found",
+    )
 
 
 # --- recorded streams from real providers -------------------------------------------------------
@@ -257,8 +279,7 @@ async def chat_completions(request: Request) -> Response:
         return _recorded(model, bool(body.get("stream")))
     reply = reply_for(model, messages)
     if isinstance(reply, HTTPFailure):
-        error = {"message": reply.message, "type": reply.type}
-        return JSONResponse({"error": error}, status_code=reply.status)
+        return reply.response()
     if not body.get("stream"):
         # A non-streaming reply cannot break off halfway: a script that fails mid-stream is a 500.
         if any(isinstance(step, Drop) or (isinstance(step, dict) and "error" in step) for step in reply):
@@ -275,8 +296,8 @@ async def chat_completions(request: Request) -> Response:
 def _recorded(model: str, stream: bool) -> Response:
     name = model.removeprefix(RECORDED_PREFIX)
     if name not in recordings_index():
-        error = {"message": f"No recording named {name!r}; GET /v1/models lists them.", "type": "not_found"}
-        return JSONResponse({"error": error}, status_code=404)
+        message = f"The model `{model}` does not exist: no recording {name!r} (GET /v1/models lists them)."
+        return HTTPFailure(404, message, "invalid_request_error", code="model_not_found").response()
     if not stream:
         error = {
             "message": f"{model} replays a recorded stream: send stream: true.",
