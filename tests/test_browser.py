@@ -5,9 +5,10 @@ Run with ``make browser`` (``.ci/run`` installs Chromium first). For each notebo
 cell has an error output, checks that each stepper shows once (the live widget; its static table is
 hidden) and steps every stepper to its last step, asserting what the pages show: the Provider
 index and the tool_buffers table (PartialStepper), the blank-line mark and the empty-buffer label
-(SSEBufferStepper). Then one stepper is shown in the dark theme and the highlighted row's text
-contrast is computed from the page's computed styles (at least 4.5:1). Screenshots go to
-build/browser/.
+(SSEBufferStepper), and that stepping keeps the stepper's size and its columns' positions (the
+bounding boxes of every step are equal). Then one stepper is shown in the dark theme and the
+highlighted row's text contrast is computed from the page's computed styles (at least 4.5:1).
+Screenshots go to build/browser/.
 """
 
 from __future__ import annotations
@@ -227,11 +228,27 @@ class Seen:
     report: list[str] = field(default_factory=list)
 
 
-def step_through(page: Any, stepper: Any, shot: Path) -> list[str]:
+# The stepper's size and its columns' boxes relative to it, in CSS pixels.
+BOXES = """(stepper) => {
+  const page = [...stepper.querySelectorAll('.pi-page')].find(p => p.offsetParent);
+  const outer = stepper.getBoundingClientRect();
+  const box = (e) => {
+    const r = e.getBoundingClientRect();
+    return [r.x - outer.x, r.y - outer.y, r.width, r.height].map(Math.round);
+  };
+  return {stepper: [Math.round(outer.width), Math.round(outer.height)],
+          page: box(page), steps: box(page.querySelector('.pi-steps-col')),
+          detail: box(page.querySelector('.pi-detail-col'))};
+}"""
+
+
+def step_through(page: Any, stepper: Any, shot: Path, report: list[str] | None = None) -> list[str]:
     """Move the slider one step at a time; return each visible page's text.
 
-    Screenshots: ``shot`` at the fourth step (PartialStepper: step 3; SSEBufferStepper: read 4 —
-    and reads 5 and 7, several events in one read and the cut character) and at the last step.
+    Every step keeps the stepper's size and its two columns where they were (nothing below it
+    jumps, nothing moves sideways); the boxes go to ``report``. Screenshots: ``shot`` at the
+    fourth step (PartialStepper: step 3; SSEBufferStepper: read 4 — and reads 5 and 7, several
+    events in one read and the cut character) and at the last step.
     """
     from playwright.sync_api import expect
 
@@ -240,7 +257,7 @@ def step_through(page: Any, stepper: Any, shot: Path) -> list[str]:
     first = round(float(handle.get_attribute("aria-valuemin") or "0"))
     last = round(float(handle.get_attribute("aria-valuemax") or "0"))
     visible = stepper.locator(".pi-page:visible")
-    texts = []
+    texts, boxes = [], []
     handle.focus()
     for number in range(first, last + 1):
         if number > first:
@@ -249,33 +266,38 @@ def step_through(page: Any, stepper: Any, shot: Path) -> list[str]:
         expect(current).to_have_count(1)
         expect(current).to_contain_text(f"▶ {number}")
         texts.append(visible.inner_text())
+        boxes.append(stepper.evaluate(BOXES))
         if number == min(first + 3, last):
             stepper.screenshot(path=str(shot))
         elif number == last or (first == 1 and number in (5, 7)):
             stepper.screenshot(path=str(shot.with_name(shot.name.replace("-light", f"-at-{number}-light"))))
+    if report is not None:
+        report.append(f"{shot.stem}: every step {boxes[0]}")
+    moved = [(number, box) for number, box in enumerate(boxes, start=first) if box != boxes[0]]
+    assert not moved, (shot.stem, "layout moved while stepping", boxes[0], moved[:3])
     return texts
 
 
 def check_partial(texts: list[str], stepper: Any, notebook: str, seen: Seen) -> None:
     joined = "\n".join(texts)
-    assert "tool_buffers" in joined and "partial.content" in joined, notebook
+    assert "tool_buffers" in joined and ("partial.content" in joined or "最终 content" in joined), notebook
     seen.provider_indexes.update(
         line.split("Provider index ")[1].split()[0]
         for line in joined.splitlines()
         if "Provider index " in line
     )
+    if "不存在" in joined:  # 05-5's broken run names slot 4 while content has one slot
+        assert "content[4] 不存在" in joined and "只有 1 个槽位" in joined, notebook
+        return
     if "Provider index 4" in joined and "Provider index 2" in joined:
         # the 4/2 diagnostic: Provider index 4 and 2 in the tool_buffers table
-        buffers = stepper.locator(".pi-page:visible .pi-detail-col table").first
+        buffers = stepper.locator(".pi-page:visible .pi-detail-col .pi-cur table").first
         expect_rows = buffers.locator("tr")
         assert expect_rows.count() == 3, notebook  # header, Provider index 4, Provider index 2
         assert [expect_rows.nth(i).locator("td").first.inner_text() for i in (1, 2)] == ["4", "2"]
-        content = stepper.locator(".pi-page:visible .pi-detail-col table").last.locator("tr")
-        if "不存在" in joined:  # 05-5's broken run names slot 4 while content has one slot
-            assert "content[4] 不存在" in joined, notebook
-        else:  # content slots 0, 1, 2
-            slots = [content.nth(i).locator("td").first.inner_text() for i in range(1, content.count())]
-            assert slots == ["0", "1", "2"], (notebook, slots)
+        content = stepper.locator(".pi-page:visible .pi-detail-col .pi-cur table").last.locator("tr")
+        slots = [content.nth(i).locator("td").first.inner_text() for i in range(1, content.count())]
+        assert slots == ["0", "1", "2"], (notebook, slots)  # content slots 0, 1, 2
 
 
 def check_sse(texts: list[str], notebook: str) -> None:
@@ -362,7 +384,7 @@ def check_notebook(notebook: str, page: Any, seen: Seen, failures: list[str]) ->
         for number in range(count):
             stepper = steppers.nth(number)
             shot = SCREENSHOTS / f"{stem}-stepper-{number + 1}-light.png"
-            texts = step_through(page, stepper, shot)
+            texts = step_through(page, stepper, shot, seen.report)
             if "pi-partial-stepper" in (stepper.get_attribute("class") or ""):
                 check_partial(texts, stepper, notebook, seen)
                 seen.partial.append(notebook)
@@ -462,7 +484,7 @@ def test_saved_widget_state_steps_and_plays_without_running_a_cell(lab: Lab) -> 
             expect(page.locator(".pi-static:visible")).to_have_count(2)
             expect(page.locator(".pi-stepper")).to_have_count(0)
             expect(page.locator(".pi-static").first).to_contain_text("已解析")
-            expect(page.get_by_text("可交互的版本：运行这个单元格，或信任这本笔记本")).to_have_count(2)
+            expect(page.get_by_text("步进器要在这一格运行成功后才出现")).to_have_count(2)
             page.screenshot(path=str(SCREENSHOTS / "untrusted-static-light.png"))
         except Exception:
             page.screenshot(path=str(SCREENSHOTS / "saved-state-failure.png"))

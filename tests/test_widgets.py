@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -10,10 +11,14 @@ import pytest
 
 from pi_course import AgentContext, OpenAICompatibleModel, fixed_transport
 from pi_course.course.fixtures import DIAGNOSTIC_4_2_CHUNKS, MAINLINE_CHUNKS, MAINLINE_SSE_LINE
+from pi_course.notebook import widgets
 from pi_course.notebook.widgets import (
     CHANGED,
     CURRENT,
+    LIVE_NOTE,
     MISSING,
+    SIZERS_END,
+    STYLE,
     PartialStepper,
     SSEBufferStepper,
     mainline_sse_bodies,
@@ -37,10 +42,20 @@ def rows(page: str, table_class: str | None = None) -> list[str]:
     return table.split("<tr")[2:]  # after the header row
 
 
+def live(page: str) -> str:
+    """A page without its sizers: the hidden copies of other steps that keep the height."""
+    return re.sub(r'<div class="pi-sizers".*?' + re.escape(SIZERS_END), "", page, flags=re.S)
+
+
 def section(page: str, heading: str) -> str:
+    page = live(page)
     start = page.index(heading)
     end = page.find("<h4>", start + 1)
     return page[start : end if end != -1 else None]
+
+
+def cells(row: str) -> list[str]:
+    return re.findall(r"<td[^>]*>(.*?)</td>", row, flags=re.S)
 
 
 # --- PartialStepper -----------------------------------------------------------------------------
@@ -177,6 +192,45 @@ async def test_a_broken_run_shows_slot_4_named_while_content_has_one_slot() -> N
     # The same events without recorded positions: the pairing is inferred, nothing crashes.
     inferred = PartialStepper(DIAGNOSTIC_4_2_CHUNKS, [s.event for s in stepper.steps], "broken")
     assert repr(inferred) == repr(stepper)
+    # The experiment's slots ({4: 4, 2: 2} for this adapter) add nothing: the events named them.
+    events = [s.event for s in stepper.steps]
+    measured = PartialStepper(DIAGNOSTIC_4_2_CHUNKS, events, "broken", slots={4: 4, 2: 2})
+    assert repr(measured) == repr(stepper) and "*" not in measured.pages[1].value
+
+
+async def test_05_5s_run_of_the_reference_adapter_names_slot_4_while_content_has_one_slot() -> None:
+    """The reference appends a placeholder, then writes content[4]: an error before any delta."""
+    from pi_course.course.fixtures import mainline_context
+    from pi_course.notebook.breakit import Watched, confused_indexes
+
+    transport = Watched(fixed_transport(DIAGNOSTIC_4_2_CHUNKS))
+    model = OpenAICompatibleModel(provider="p", model="m", transport=transport)
+    with confused_indexes() as experiment:
+        broken = [event async for event in model.stream(mainline_context())]
+    assert [event.type for event in broken] == ["start", "error"]
+    assert experiment.slots == {4: 4} and experiment.swaps == [(4, 0)]
+    stepper = PartialStepper(DIAGNOSTIC_4_2_CHUNKS, broken, "05-5", slots=experiment.slots)
+    assert len(stepper.steps) == len(stepper.pages) == 2 and stepper.unread == [1, 2, 3, 4, 5, 6]
+    page = stepper.pages[1].value
+    buffers = rows(section(page, "tool_buffers"))
+    assert [cells(row)[:2] + cells(row)[4:5] for row in buffers] == [["<b>4</b>", "call-read", "<b>4*</b>"]]
+    assert "没有哪个事件报告过这个槽位" in section(page, "tool_buffers")
+    content = section(page, "最终 content")
+    assert [(CHANGED in row, MISSING in row) for row in rows(content)] == [(True, False), (False, True)]
+    placeholder, missing = rows(content)
+    assert "0 ◀ 新增" in placeholder and "call-4" in placeholder and "是 adapter 自己起的" in placeholder
+    assert "content[4] 不存在：tool_buffers 给 index 4 记的槽位是 4，可 content 只有 1 个槽位" in missing
+    assert "call-4（id 不来自任何 chunk）" in stepper.lines[1]
+    assert "#4)" in stepper.lines[1] and "[4] 不存在（content 只有 1 个槽位）" in stepper.lines[1]
+    # Two steps: the line about the unread chunks is not a step.
+    assert repr(stepper).splitlines()[0] == "05-5 · 2 步" and len(repr(stepper).splitlines()) == 4
+    assert "· 2 步。" in stepper._repr_mimebundle_()["text/plain"]
+    static = stepper._repr_html_()
+    assert static.count('<tr class="pi-row">') == 2 and "05-5 · 2 步" in static
+    assert "content[4] 不存在" in static and "没有读到的 chunk：#2, #3, #4, #5, #6, #7" in static
+    # Without the experiment's slots the stepper cannot know slot 4, and does not pretend to.
+    bare = PartialStepper(DIAGNOSTIC_4_2_CHUNKS, broken, "05-5")
+    assert "不存在" not in bare.pages[1].value and "#?)" in bare.lines[1]
 
 
 async def test_partial_text_lists_every_step_deterministically() -> None:
@@ -195,16 +249,41 @@ async def test_partial_text_lists_every_step_deterministically() -> None:
     assert not re.search(r"0x[0-9a-f]{6,}|model_id|[0-9a-f]{32}", first)
 
 
+async def test_the_static_table_lists_every_step_with_only_what_it_changed() -> None:
+    stepper = PartialStepper(DIAGNOSTIC_4_2_CHUNKS, await run(DIAGNOSTIC_4_2_CHUNKS), "4/2")
+    static = stepper._repr_html_()
+    table = static[static.index("<table") : static.index("</table>")]
+    steps = [row.split("</tr>")[0] for row in table.split('<tr class="pi-row">')[1:]]
+    assert len(steps) == 11 and all(len(cells(row)) == 4 for row in steps)
+    assert "table-layout:fixed" in table and "<colgroup>" in table
+    # step 5: "，再查" joins slot 1 — the row shows slot 1, not the whole content
+    changes = cells(steps[5])[3]
+    assert "content[<b>1</b>] ◀ 本步" in changes and "先读，再查" in changes
+    assert "content[<b>0</b>]" not in changes and "content[<b>2</b>]" not in changes
+    assert "tool_buffers[<b>4</b>] → content_index <b>0</b>" in cells(steps[4])[3]
+    assert "记下 finish：tool_calls" in cells(steps[7])[3]
+    assert "已解析" in cells(steps[8])[3] and "最终 content：3 个槽位" in cells(steps[10])[3]
+    # below the table, once: the state after the last step
+    final = static[static.index("</table>") :]
+    assert "第 10 步之后" in final and "最终 content" in final
+    slots = rows(final[final.index("最终 content") :])
+    assert [cells(row)[1] for row in slots] == ["toolCall", "text", "toolCall"]
+
+
 async def test_display_gives_a_static_table_and_the_live_widget() -> None:
     stepper = PartialStepper(DIAGNOSTIC_4_2_CHUNKS, await run(DIAGNOSTIC_4_2_CHUNKS), "4/2")
     static = stepper._repr_html_()
     assert static.count('<tr class="pi-row">') == 11 and "pi-static" in static
     assert "Provider index 4" in static and "Provider index 2" in static
+    assert "4/2 · 11 步</div>" in static
     assert (
         static == PartialStepper(DIAGNOSTIC_4_2_CHUNKS, await run(DIAGNOSTIC_4_2_CHUNKS), "4/2")._repr_html_()
     )
     bundle = stepper._repr_mimebundle_()
     assert set(bundle) == {"text/plain", "application/vnd.jupyter.widget-view+json"}
+    # also shown as a practice copy's 预期输出, after a cell that failed: no "run this cell"
+    assert bundle["text/plain"] == f"PartialStepper「4/2」· 11 步。{LIVE_NOTE}"
+    assert "运行成功后才出现" in LIVE_NOTE and "信任" in LIVE_NOTE and "运行这个单元格" not in LIVE_NOTE
     assert "text/html" not in bundle  # JupyterLab shows the widget, not the table a second time
     assert {"pi-stepper", "pi-partial-stepper"} <= set(stepper._dom_classes)
     heading = stepper.children[0].value
@@ -229,14 +308,46 @@ def test_display_emits_the_static_output_before_the_widget(monkeypatch: pytest.M
 
 
 def test_theme_colours_come_from_jupyterlab_variables() -> None:
-    from pi_course.notebook.widgets import STYLE
-
     highlight = STYLE[STYLE.index("tr.pi-current > td {") :].split("}")[0]
     assert "var(--jp-ui-font-color0" in highlight and "var(--jp-brand-color1" in highlight
     assert "#fff3b0" not in STYLE
     colours = re.findall(r"#[0-9a-fA-F]{3,6}\b", STYLE)
     # every literal colour is a fallback inside var(...)
     assert len(colours) == len(re.findall(r"var\(--jp-[a-z0-9-]+, #[0-9a-fA-F]{3,6}\)", STYLE))
+
+
+def test_tables_keep_their_columns_still_and_the_current_row_keeps_its_font() -> None:
+    rule = STYLE[STYLE.index(".pi-sv table {") :].split("}")[0]
+    assert "table-layout: fixed" in rule and "width: 100%" in rule
+    current = STYLE[STYLE.index("tr.pi-current > td {") :].split("}")[0]
+    assert "font-weight" not in current  # bold text across the row would re-wrap its cells
+    assert (
+        "overflow-wrap: anywhere" in STYLE[STYLE.index(".pi-sv.pi-sv th, .pi-sv.pi-sv td {") :].split("}")[0]
+    )
+    page = STYLE[STYLE.index(".pi-sv .pi-page {") :].split("}")[0]
+    assert "grid-template-columns: minmax(0, 2fr) minmax(0, 3fr)" in page
+
+
+async def test_every_page_carries_the_tallest_variant_of_each_section() -> None:
+    """Hidden sizers: a section is as tall on every step as on its tallest one, at any width."""
+    partial = PartialStepper(DIAGNOSTIC_4_2_CHUNKS, await run(DIAGNOSTIC_4_2_CHUNKS), "4/2")
+    sse = SSEBufferStepper.mainline()
+    tallest = {
+        "content": (partial, widgets._content_html(partial.steps[9])),  # three slots, two parsed
+        "chunk": (partial, widgets._chunk_cell(partial.steps[3])),  # call-search, search, {"query":
+        "lines": (sse, widgets._lines_html(sse.reads[9])),  # eight lines in one read
+        "payloads": (sse, widgets._payloads_html(sse.reads[9])),  # four payloads
+        "read": (sse, widgets._read_html(sse.reads[9])),  # 203 bytes
+    }
+    for name, (stepper, fragment) in tallest.items():
+        for number, page in enumerate(stepper.pages):
+            assert page.value.count(fragment) == 1, (name, number)  # once: as itself or as a sizer
+    for stepper in (partial, sse):
+        sections = {page.value.count('<div class="pi-slot">') for page in stepper.pages}
+        assert sections == {4 if stepper is partial else 6}
+        for page in stepper.pages:
+            hidden = re.findall(r'<div class="pi-sizers" aria-hidden="true">(.*?)' + SIZERS_END, page.value)
+            assert hidden and not any(CURRENT in part for part in hidden)
 
 
 # --- SSEBufferStepper ---------------------------------------------------------------------------
@@ -299,6 +410,37 @@ def test_sse_pages_mark_line_ends_the_blank_line_the_read_end_and_the_empty_buff
     assert "[空行]" in plain and "缓冲区为空" in plain and "暂存字节 E7" in plain
     static = stepper._repr_html_()
     assert static.count('<tr class="pi-row">') == 10 and "空行" in static and "缓冲区为空" in static
+    assert "主线的 SSE 字节流：十次读取 · 10 次读取</div>" in static
+
+
+def test_the_sse_static_table_is_three_columns_with_every_byte_and_each_payload_abridged() -> None:
+    stepper = SSEBufferStepper.mainline()
+    static = stepper._repr_html_()
+    assert "table-layout:fixed" in static and "<colgroup>" in static
+    reads = [row.split("</tr>")[0] for row in static.split('<tr class="pi-row">')[1:]]
+    assert len(reads) == 10 and all(len(cells(row)) == 3 for row in reads)
+    assert static.count("（新的 buffer）") == 2  # a row before each response
+    # every byte of both bodies is in the middle column, in order
+    shown = "".join(html.unescape(re.sub(r"<[^>]+>", "", cells(row)[1])) for row in reads)
+    bodies = "".join(body.decode() for body in mainline_sse_bodies())
+    assert re.sub(r"空行|↵|\n|「的」.*?下一次读取|E7（上次暂存）\+ 9A 84 → 的", "", shown) == bodies.replace(
+        "\n", ""
+    )
+    number, _, after = cells(reads[4])  # read 5: three events in one read
+    assert number.startswith("5<br>") and "174 字节" in number
+    assert "取出 5 行（data 行 2、空行 3）" in after and "分发 3 条 payload" in after
+    assert after.count('<div class="pi-buffer">') == 3 + 1  # three payloads and what stays
+    assert "data: [DO" in after.split("留在缓冲区")[1]
+    for step, row in zip(stepper.reads, reads, strict=True):
+        after = cells(row)[2]
+        assert after.count("<li>") == len(step.payloads)
+        for payload in step.payloads:  # in full up to 100 characters, else its start and its end
+            shown = [payload] if len(payload) <= 100 else [payload[:48], payload[-24:]]
+            assert all(html.escape(part, quote=False) in after for part in shown)
+    assert "省略 " in cells(reads[1])[2] and '<div class="pi-buffer">[DONE]</div>' in cells(reads[5])[2]
+    assert "README.md " in cells(reads[6])[2]  # a text delta's payload is short: shown whole
+    assert "缓冲区里的 74 个字符全部留下" in cells(reads[0])[2]
+    assert "取出的完整行" not in static  # the lines themselves are the read's text: not repeated
 
 
 def test_trace_reads_follows_the_chapter_split_inside_call_1() -> None:

@@ -29,6 +29,16 @@ class _State:
     fired: bool = False  # the confused len() changed at least one answer
     marker: Path | None = None
     swaps: list[tuple[int, int]] = field(default_factory=list)  # (provider index, the real length)
+    measured: dict[int, int] = field(default_factory=dict)  # provider index → the real length, first time
+
+    @property
+    def slots(self) -> dict[int, int]:
+        """The content slot the adapter was given for each Provider index it measured: the index itself.
+
+        Pass it to ``PartialStepper(..., slots=...)``: an adapter that fails on its first write
+        emits no event naming the slot, so the stepper learns it here.
+        """
+        return {index: index for index in self.measured}
 
 
 _state = _State()
@@ -46,6 +56,7 @@ def confused_len(value: Any) -> int:
     if getattr(chunk, "type", None) == "tool" and _is_content(value):
         index: int = chunk.index  # type: ignore[attr-defined]
         real = builtins.len(value)
+        _state.measured.setdefault(index, real)
         if index != real:
             _state.swaps.append((index, real))
         if index != real and not _state.fired:
@@ -91,6 +102,7 @@ def confused_indexes() -> Iterator[_State]:
     """Inside the block, ``pi_course.adapter`` confuses the two indexes (use :class:`Watched`)."""
     _state.fired = False
     _state.swaps.clear()
+    _state.measured.clear()
     restore = _patch()
     try:
         yield _state

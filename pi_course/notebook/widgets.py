@@ -7,7 +7,8 @@ Two widgets, both built the same way:
   ``index``), the event emitted, the ``tool_buffers`` view (Provider index → id, name, raw
   arguments, content_index) and the partial's content with the changed slot highlighted. The view
   is derived from the chunks and the events only, never from an adapter's internals, so a
-  learner's adapter — or a deliberately broken one — can be shown too.
+  learner's adapter — or a deliberately broken one — can be shown too (``slots=`` adds a content
+  slot no event reported, as 05-5's experiment records it).
   ``await PartialStepper.replay(chunks, title)`` runs the chunks through an adapter and records
   which chunk each event answered.
 * :class:`SSEBufferStepper` — ``SSEBufferStepper(reads, title)``: network reads (``bytes``) fed to
@@ -17,10 +18,11 @@ Two widgets, both built the same way:
   ``SSEBufferStepper.mainline()`` steps through the mainline in ten reads.
 
 Every step is rendered to HTML up front and put in a ``Stack``; Play and the slider are linked to it
-in the browser (``jslink``), so stepping needs no kernel once the widget state is saved. Displaying
-a stepper produces two outputs: a static HTML table of every step (what GitHub, nbviewer and
-``nbconvert --to html`` show without JavaScript; its ``text/plain`` lists every step
-deterministically for nbval) and the live widget. When the live widget renders, its stylesheet hides
+in the browser (``jslink``), so stepping needs no kernel once the widget state is saved; every page
+has the same size and layout, so stepping moves nothing around it. Displaying a stepper produces two
+outputs: a compact static HTML table with a row per step (what GitHub, nbviewer, ``nbconvert --to
+html`` and a practice copy's 预期输出 show; its ``text/plain`` lists every step deterministically
+for nbval) and the live widget. When the live widget renders, its stylesheet hides
 the static table of the same output area, so JupyterLab shows the stepper once. Colours come from
 JupyterLab's theme variables, with fallbacks for pages without them.
 """
@@ -31,7 +33,8 @@ import codecs
 import html
 import itertools
 import json
-from collections.abc import AsyncIterator, Callable, Sequence
+import re
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -43,31 +46,49 @@ from IPython.display import display
 #: Shared by the live pages and the static table. Every colour is a JupyterLab theme variable with
 #: a fallback; highlights mix a theme colour into the page background and keep the theme's own
 #: text colour, so the contrast holds in light and dark themes alike.
+#:
+#: ``.pi-sv.pi-sv td`` outranks JupyterLab's ``:not(.jp-RenderedMarkdown).jp-RenderedHTMLCommon td``
+#: (right-aligned, middle) where the static table is rendered HTML.
+#:
+#: Layout: every table has a fixed layout (``<colgroup>`` widths, long strings wrap inside their
+#: cell), so a highlighted row never widens a column. A live page is a two-column grid whose
+#: columns are fractions of the output's width (one column below 640 px, decided by the width
+#: alone); each section of the detail column overlays hidden copies of its tallest variants
+#: (``pi-sizers``), so the page keeps one height and every heading stays put while stepping.
 STYLE = """
 .pi-sv { color: var(--jp-ui-font-color1, #222); font-size: var(--jp-ui-font-size1, 13px);
   line-height: 1.45; }
 .pi-sv .pi-title { font-weight: 600; font-size: var(--jp-content-font-size2, 15px);
   color: var(--jp-ui-font-color0, #000); margin: 2px 0 6px; }
-.pi-sv table { border-collapse: collapse; margin: 2px 0 8px; }
-.pi-sv th, .pi-sv td { border: 1px solid var(--jp-border-color2, #ccc); padding: 2px 6px;
-  text-align: left; vertical-align: top; color: var(--jp-ui-font-color1, #222); }
+.pi-sv table { border-collapse: collapse; margin: 2px 0 8px; table-layout: fixed; width: 100%; }
+.pi-sv.pi-sv th, .pi-sv.pi-sv td { border: 1px solid var(--jp-border-color2, #ccc); padding: 2px 6px;
+  text-align: left; vertical-align: top; color: var(--jp-ui-font-color1, #222); overflow-wrap: anywhere;
+  line-height: 1.45; }
 .pi-sv th { background: var(--jp-layout-color2, #eee); color: var(--jp-ui-font-color0, #000);
   font-weight: 600; }
 .pi-sv code, .pi-sv .pi-mono { font-family: var(--jp-code-font-family, monospace);
   font-size: var(--jp-code-font-size, 13px); }
 .pi-sv .pi-str { border: 1px solid var(--jp-border-color1, #aaa); border-radius: 3px; padding: 0 3px;
   white-space: pre-wrap; overflow-wrap: anywhere; background: var(--jp-layout-color1, #fff);
-  color: var(--jp-content-font-color0, #000); }
-.pi-sv .pi-page { display: flex; flex-wrap: wrap; gap: 4px 16px; align-items: flex-start; }
-.pi-sv .pi-steps-col { flex: 0 0 auto; }
-.pi-sv .pi-detail-col { flex: 1 1 420px; min-width: 0; }
+  color: var(--jp-content-font-color0, #000); -webkit-box-decoration-break: clone;
+  box-decoration-break: clone; }
+.pi-sv.pi-live { container-type: inline-size; }
+.pi-sv .pi-page { display: grid; grid-template-columns: minmax(0, 2fr) minmax(0, 3fr);
+  gap: 4px 16px; align-items: start; }
+@container (max-width: 640px) { .pi-sv .pi-page { grid-template-columns: minmax(0, 1fr); } }
+.pi-sv .pi-slot, .pi-sv .pi-sizers { display: grid; }
+.pi-sv .pi-slot > *, .pi-sv .pi-sizers > * { grid-area: 1 / 1; min-width: 0; }
+.pi-sv .pi-sizers { visibility: hidden; }
 .pi-sv h4 { margin: 6px 0 2px; font-size: var(--jp-ui-font-size1, 13px); font-weight: 600;
   color: var(--jp-ui-font-color0, #000); }
+.pi-sv p { margin: 2px 0 4px; }
+.pi-sv ol { margin: 2px 0 4px; padding-left: 2em; }
 .pi-sv .pi-note { color: var(--jp-ui-font-color2, #555); font-style: italic; }
 .pi-sv tr.pi-current > td { background: var(--jp-layout-color2, #e3eefa);
   background: color-mix(in srgb, var(--jp-brand-color1, #1976d2) 24%, var(--jp-layout-color0, #fff));
-  color: var(--jp-ui-font-color0, #000); font-weight: 600; }
-.pi-sv tr.pi-current > td:first-child { box-shadow: inset 4px 0 0 var(--jp-brand-color1, #1976d2); }
+  color: var(--jp-ui-font-color0, #000); }
+.pi-sv tr.pi-current > td:first-child { box-shadow: inset 4px 0 0 var(--jp-brand-color1, #1976d2);
+  font-weight: 600; }
 .pi-sv .pi-changed, .pi-sv tr.pi-changed > td { background: var(--jp-layout-color2, #fde3c4);
   background: color-mix(in srgb, var(--jp-warn-color1, #f57c00) 30%, var(--jp-layout-color0, #fff));
   color: var(--jp-ui-font-color0, #000); }
@@ -86,17 +107,17 @@ STYLE = """
 .pi-sv .pi-blank { border-color: var(--jp-brand-color0, #0d47a1); color: var(--jp-ui-font-color0, #000);
   background: color-mix(in srgb, var(--jp-brand-color1, #1976d2) 20%, var(--jp-layout-color0, #fff)); }
 .pi-sv .pi-readend { border-color: var(--jp-warn-color0, #e65100); color: var(--jp-ui-font-color0, #000);
-  background: color-mix(in srgb, var(--jp-warn-color1, #f57c00) 24%, var(--jp-layout-color0, #fff)); }
+  background: color-mix(in srgb, var(--jp-warn-color1, #f57c00) 24%, var(--jp-layout-color0, #fff));
+  white-space: normal; }
 .pi-sv .pi-new { text-decoration: underline; text-decoration-color: var(--jp-warn-color1, #f57c00);
   text-decoration-thickness: 2px; text-underline-offset: 3px; }
 .pi-sv .pi-empty { border-color: var(--jp-border-color1, #999); color: var(--jp-ui-font-color1, #222);
   font-style: italic; }
-.pi-sv .pi-buffer { font-family: var(--jp-code-font-family, monospace);
+.pi-sv .pi-buffer { display: block; font-family: var(--jp-code-font-family, monospace);
   font-size: var(--jp-code-font-size, 13px); white-space: pre-wrap; overflow-wrap: anywhere;
-  border: 1px solid var(--jp-border-color1, #aaa); border-radius: 3px; padding: 3px 6px;
-  background: var(--jp-layout-color1, #fff); color: var(--jp-content-font-color0, #000); }
-.pi-sv .pi-steps td, .pi-sv .pi-steps th, .pi-sv td.pi-nowrap { white-space: nowrap; }
-.pi-sv .pi-read { margin: 2px 0; }
+  border: 1px solid var(--jp-border-color1, #aaa); border-radius: 3px; padding: 1px 6px;
+  margin: 1px 0; background: var(--jp-layout-color1, #fff); color: var(--jp-content-font-color0, #000); }
+.pi-sv .pi-nowrap, .pi-sv .pi-steps td:first-child { white-space: nowrap; }
 """
 
 #: Only in the live widget: once it renders, the static table of the same output is redundant.
@@ -116,6 +137,8 @@ def _esc(value: object) -> str:
 
 def _str_box(value: str) -> str:
     """A string as a bordered code box: its boundaries are visible without quote characters."""
+    if not value:
+        return '<span class="pi-badge pi-empty">空字符串</span>'
     return f'<code class="pi-str">{_esc(value)}</code>'
 
 
@@ -131,13 +154,89 @@ def _get(obj: object, name: str, default: Any = None) -> Any:
     return getattr(obj, name, default)
 
 
+def _cols(*widths: str) -> str:
+    """A ``<colgroup>``: fixed widths (``""`` takes the rest) keep a table's columns still."""
+    cols = "".join(f'<col style="width:{width}">' if width else "<col>" for width in widths)
+    return f"<colgroup>{cols}</colgroup>"
+
+
+def _table(widths: Sequence[str], head: Sequence[str], rows: Sequence[str], css: str = "") -> str:
+    cls = f' class="{css}"' if css else ""
+    header = "<tr>" + "".join(f"<th>{cell}</th>" for cell in head) + "</tr>"
+    return f"<table{cls}>{_cols(*widths)}{header}{''.join(rows)}</table>"
+
+
+# --- live pages: one height for every step ------------------------------------------------------
+
+_TAG = re.compile(r"<[^>]+>")
+_BLOCK = re.compile(r"<(?:tr|li|br|div|p|h4)\b")
+
+#: Sizers end with this comment, so a test (or a reader of the saved state) can strip them.
+SIZERS_END = "<!--/pi-sizers-->"
+
+
+def _weights(fragment: str) -> tuple[int, int]:
+    """Rough size of an HTML fragment: (block elements, visible characters)."""
+    return len(_BLOCK.findall(fragment)), len(html.unescape(_TAG.sub("", fragment)))
+
+
+def _tallest(variants: Sequence[str]) -> list[int]:
+    """The variants most likely to be the tallest at some width: most blocks, most text, both."""
+    if not variants:
+        return []
+    weights = [_weights(variant) for variant in variants]
+    picks = [
+        max(range(len(variants)), key=lambda i: weights[i]),
+        max(range(len(variants)), key=lambda i: (weights[i][1], weights[i][0])),
+        max(range(len(variants)), key=lambda i: weights[i][0] * 60 + weights[i][1]),
+    ]
+    return list(dict.fromkeys(picks))
+
+
+def _slot(variants: Sequence[str], index: int, tallest: Sequence[int]) -> str:
+    """Section ``index`` of a page, overlaid with hidden copies of the tallest variants."""
+    current = variants[index]
+    extra = [variants[i] for i in tallest if variants[i] != current]
+    copies = "".join(f"<div>{variant}</div>" for variant in dict.fromkeys(extra))
+    sizers = f'<div class="pi-sizers" aria-hidden="true">{copies}</div>{SIZERS_END}' if copies else ""
+    return f'<div class="pi-slot"><div class="pi-cur">{current}</div>{sizers}</div>'
+
+
+def _live_pages(steps_cols: Sequence[str], sections: Sequence[Sequence[str]]) -> list[str]:
+    """Pages from each step's list column and detail sections (the same number for every step)."""
+    columns = list(zip(*sections, strict=True))  # section → its variant on every step
+    tallest = [_tallest(variants) for variants in columns]
+    pages = []
+    for index, steps_col in enumerate(steps_cols):
+        detail = "".join(_slot(columns[k], index, tallest[k]) for k in range(len(columns)))
+        pages.append(
+            f'<div class="pi-page"><div class="pi-steps-col">{steps_col}</div>'
+            f'<div class="pi-detail-col">{detail}</div></div>'
+        )
+    return pages
+
+
+def _aligned(fragment: str) -> str:
+    """Inline layout for the static tables: an untrusted notebook drops ``<style>`` but keeps these."""
+    cell = ' style="text-align:left;vertical-align:top"'
+    fragment = fragment.replace("<table", '<table style="table-layout:fixed;width:100%"')
+    return fragment.replace("<td>", f"<td{cell}>").replace("<th>", f"<th{cell}>")
+
+
 # --- the stepper widget -------------------------------------------------------------------------
+
+#: Below the static table (and in a practice copy's 预期输出, which shows it): true wherever it shows.
+LIVE_NOTE = (
+    "可以播放、拖动的步进器要在这一格运行成功后才出现（打开保存过的笔记本时，需先信任它）；"
+    "上面的表格已列出每一步。"
+)
 
 
 class _Stepper(widgets.VBox):  # type: ignore[misc]
     """Play + slider + a Stack of pre-rendered pages, linked in the browser."""
 
     kind = "stepper"
+    unit = "步"
 
     def __init__(
         self, title: str, pages: Sequence[str], lines: Sequence[str], static: str, *, first: int = 0
@@ -148,9 +247,10 @@ class _Stepper(widgets.VBox):  # type: ignore[misc]
         label = "步" if first == 0 else "读取"
         self.play = widgets.Play(value=first, min=first, max=last, step=1, interval=900, description="播放")
         self.slider = widgets.IntSlider(value=first, min=first, max=last, description=label)
+        full = widgets.Layout(width="100%")
         children = [widgets.HTML("") for _ in range(first)]
-        children += [widgets.HTML(f'<div class="pi-sv">{page}</div>') for page in pages]
-        self.stack = widgets.Stack(children, selected_index=first)
+        children += [widgets.HTML(f'<div class="pi-sv pi-live">{page}</div>', layout=full) for page in pages]
+        self.stack = widgets.Stack(children, selected_index=first, layout=full)
         self.pages = children[first:]
         # Linked in the browser: stepping works from saved widget state, with no kernel.
         self.links = [
@@ -158,20 +258,22 @@ class _Stepper(widgets.VBox):  # type: ignore[misc]
             widgets.jslink((self.slider, "value"), (self.stack, "selected_index")),
         ]
         heading = widgets.HTML(
-            f'{_style_tag(HIDE_STATIC)}<div class="pi-sv"><div class="pi-title">{_esc(title)}</div></div>'
+            f'{_style_tag(HIDE_STATIC)}<div class="pi-sv"><div class="pi-title">{_esc(title)}</div></div>',
+            layout=full,
         )
-        super().__init__([heading, widgets.HBox([self.play, self.slider]), self.stack])
+        super().__init__([heading, widgets.HBox([self.play, self.slider]), self.stack], layout=full)
         self.add_class("pi-stepper")
         self.add_class(f"pi-{self.kind}")
         self.title = title
+        self.count = len(pages)
         self.lines = list(lines)
         self.static_html = (
             f'{_style_tag()}<div class="pi-sv pi-static pi-static-{self.kind}">'
-            f'<div class="pi-title">{_esc(title)}</div>{static}</div>'
+            f'<div class="pi-title">{_esc(title)} · {self.count} {self.unit}</div>{_aligned(static)}</div>'
         )
 
     def __repr__(self) -> str:
-        return "\n".join([f"{self.title} · {len(self.lines)} 步", *self.lines])
+        return "\n".join([f"{self.title} · {self.count} {self.unit}", *self.lines])
 
     def _repr_html_(self) -> str:
         return self.static_html
@@ -179,10 +281,7 @@ class _Stepper(widgets.VBox):  # type: ignore[misc]
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         """The live widget alone (``_ipython_display_`` adds the static table as its own output)."""
         bundle: dict[str, Any] = super()._repr_mimebundle_(**kwargs)
-        bundle["text/plain"] = (
-            f"{type(self).__name__}「{self.title}」· {len(self.lines)} 步"
-            "（可交互的版本：运行这个单元格，或信任这本笔记本）"
-        )
+        bundle["text/plain"] = f"{type(self).__name__}「{self.title}」· {self.count} {self.unit}。{LIVE_NOTE}"
         return bundle
 
     def _ipython_display_(self) -> None:
@@ -206,6 +305,7 @@ class _Buffer:
     content_index: int | None = None
     parsed: bool = False
     arguments: object = None
+    slot_from_outside: bool = False  # content_index came from ``slots``, not from an event
 
 
 @dataclass
@@ -225,6 +325,8 @@ class PartialStep:
     content: tuple[Any, ...] = ()
     parsed_slots: frozenset[int] = frozenset()
     changed_slot: int | None = None
+    new_slots: frozenset[int] = frozenset()  # slots content did not have before this step
+    chunk_ids: frozenset[str] = frozenset()  # tool-call ids the chunks have sent so far
 
 
 _END = -2  # position of an event emitted after the transport ended
@@ -273,9 +375,16 @@ def _event_content(event: Any) -> tuple[Any, ...] | None:
 
 
 def build_partial_steps(
-    chunks: Sequence[object], events: Sequence[Any], positions: Sequence[int]
+    chunks: Sequence[object],
+    events: Sequence[Any],
+    positions: Sequence[int],
+    slots: Mapping[int, int] | None = None,
 ) -> tuple[list[PartialStep], list[int]]:
-    """Steps (chunks read with no event get their own step) and the chunks never read."""
+    """Steps (chunks read with no event get their own step) and the chunks never read.
+
+    ``slots`` (Provider index → content slot) fills in a buffer's content_index that no event
+    reported — an adapter that fails on its first write to the slot emits none.
+    """
     count = len(chunks)
     raw: list[tuple[int | None, Any | None, bool, bool]] = []  # (chunk index, event, after_end, repeat)
     shown = -1
@@ -300,6 +409,8 @@ def build_partial_steps(
     finish: object | None = None
     content: tuple[Any, ...] = ()
     parsed: set[int] = set()
+    ids: set[str] = set()
+    outside = dict(slots or {})
     for number, (chunk_index, event, after_end, repeat) in enumerate(raw):
         chunk = None if chunk_index is None else chunks[chunk_index]
         touched: int | None = None
@@ -316,9 +427,13 @@ def build_partial_steps(
                 buffer.id = _get(chunk, "id") or buffer.id
                 buffer.name = _get(chunk, "name") or buffer.name
                 buffer.raw_arguments += _get(chunk, "arguments_delta") or ""
+                if _get(chunk, "id"):
+                    ids.add(_get(chunk, "id"))
                 touched = provider_index
-                if kind == "toolcall_delta" and buffer.content_index is None:
-                    buffer.content_index = slot
+                if kind == "toolcall_delta" and (buffer.content_index is None or buffer.slot_from_outside):
+                    buffer.content_index, buffer.slot_from_outside = slot, False
+                elif buffer.content_index is None and provider_index in outside:
+                    buffer.content_index, buffer.slot_from_outside = outside[provider_index], True
         if kind == "text_delta" and text_index is None:
             text_index = slot
         if kind == "toolcall_end" and isinstance(slot, int):
@@ -327,9 +442,16 @@ def build_partial_steps(
                 if buffer.content_index == slot:
                     buffer.parsed, buffer.arguments = True, _get(_get(event, "tool_call"), "arguments")
                     touched = buffer.provider_index
+        before = len(content)
         new_content = _event_content(event) if event is not None else None
         if new_content is not None:
             content = new_content
+        changed = slot if isinstance(slot, int) else None
+        if kind == "error" and touched is not None:
+            # The stream failed on this tool chunk: if its slot is beyond content, show that.
+            wanted = buffers[touched].content_index
+            if wanted is not None and wanted >= len(content):
+                changed = wanted
         steps.append(
             PartialStep(
                 number=number,
@@ -344,7 +466,9 @@ def build_partial_steps(
                 finish=finish,
                 content=content,
                 parsed_slots=frozenset(parsed),
-                changed_slot=slot if isinstance(slot, int) else None,
+                changed_slot=changed,
+                new_slots=frozenset(range(before, len(content))),
+                chunk_ids=frozenset(ids),
             )
         )
     return steps, unread
@@ -439,15 +563,25 @@ def _event_text(event: Any) -> str:
     return str(kind)
 
 
-def _slot_value_html(block: Any, slot: int, parsed: frozenset[int]) -> tuple[str, str]:
+#: Beside a toolCall whose id no chunk sent: the adapter made it up (a placeholder, say).
+MADE_UP_ID = "没有哪个 chunk 发过这个 id：是 adapter 自己起的"
+
+
+def _made_up_id(block: Any, step: PartialStep) -> bool:
+    ident = _get(block, "id")
+    return bool(ident) and ident not in step.chunk_ids
+
+
+def _slot_value_html(block: Any, slot: int, step: PartialStep) -> tuple[str, str]:
     kind = _get(block, "type")
     if kind == "text":
         return "text", _str_box(_get(block, "text", ""))
     if kind == "toolCall":
-        head = f"id {_str_box(_get(block, 'id', ''))} · name {_str_box(_get(block, 'name', ''))}<br>"
+        made_up = f' <span class="pi-note">（{MADE_UP_ID}）</span>' if _made_up_id(block, step) else ""
+        head = f"id {_str_box(_get(block, 'id', ''))}{made_up} · name {_str_box(_get(block, 'name', ''))}"
         raw = _get(block, "raw_arguments")
         arguments = _get(block, "arguments")
-        if slot in parsed and not isinstance(arguments, str):
+        if slot in step.parsed_slots and not isinstance(arguments, str):
             body = (
                 f"arguments {_badge('已解析 · ' + type(arguments).__name__, 'parsed')}"
                 f"<code>{_esc(_value_text(arguments))}</code>"
@@ -457,47 +591,60 @@ def _slot_value_html(block: Any, slot: int, parsed: frozenset[int]) -> tuple[str
         else:
             shown = raw if raw is not None else arguments if isinstance(arguments, str) else ""
             body = f"arguments {_badge('原文 · 流式中，尚未解析', 'raw')}{_str_box(str(shown))}"
-        return "toolCall", head + body
+        return "toolCall", f"{head}<br>{body}"
     return _esc(kind), _esc(block)
 
 
-def _slot_text(block: Any, slot: int, parsed: frozenset[int]) -> str:
+def _slot_text(block: Any, slot: int, step: PartialStep) -> str:
     kind = _get(block, "type")
     if kind == "text":
         return f"[{slot}] text {_get(block, 'text')!r}"
     if kind == "toolCall":
         arguments = _get(block, "arguments")
-        if slot in parsed and not isinstance(arguments, str):
+        if slot in step.parsed_slots and not isinstance(arguments, str):
             state = f"已解析 {_value_text(arguments)}"
         else:
             raw = _get(block, "raw_arguments")
             state = f"原文 {(raw if raw is not None else arguments)!r}"
-        return f"[{slot}] toolCall {_get(block, 'id')} {_get(block, 'name')} {state}"
+        made_up = "（id 不来自任何 chunk）" if _made_up_id(block, step) else ""
+        return f"[{slot}] toolCall {_get(block, 'id')}{made_up} {_get(block, 'name')!r} {state}"
     return f"[{slot}] {kind}"
+
+
+def _missing_reason(step: PartialStep) -> str:
+    """Why the step points at a slot content does not have."""
+    slot, have = step.changed_slot, len(step.content)
+    if _get(step.event, "type") == "error" and step.touched_buffer is not None:
+        index = step.touched_buffer
+        return f"tool_buffers 给 index {index} 记的槽位是 {slot}，可 content 只有 {have} 个槽位"
+    return f"事件指向槽位 {slot}，可 content 只有 {have} 个槽位"
+
+
+def _missing(step: PartialStep) -> bool:
+    return step.changed_slot is not None and step.changed_slot >= len(step.content)
 
 
 def _content_html(step: PartialStep) -> str:
     rows = []
     for slot, block in enumerate(step.content):
-        kind, value = _slot_value_html(block, slot, step.parsed_slots)
-        cls = f' class="{CHANGED}"' if slot == step.changed_slot else ""
-        mark = " ◀ 本步" if slot == step.changed_slot else ""
+        kind, value = _slot_value_html(block, slot, step)
+        changed = slot == step.changed_slot or slot in step.new_slots
+        cls = f' class="{CHANGED}"' if changed else ""
+        mark = " ◀ 本步" if slot == step.changed_slot else " ◀ 新增" if changed else ""
         rows.append(f'<tr{cls}><td class="pi-nowrap">{slot}{mark}</td><td>{kind}</td><td>{value}</td></tr>')
-    if step.changed_slot is not None and step.changed_slot >= len(step.content):
+    if _missing(step):
         rows.append(
             f'<tr class="{MISSING}"><td class="pi-nowrap">{step.changed_slot} ◀ 本步</td><td>—</td>'
-            f"<td>content[{step.changed_slot}] 不存在：事件指向槽位 {step.changed_slot}，"
-            f"可 content 只有 {len(step.content)} 个槽位</td></tr>"
+            f"<td>content[{step.changed_slot}] 不存在：{_missing_reason(step)}</td></tr>"
         )
     if not rows:
         return '<p class="pi-note">content 为空（还没有槽位）</p>'
-    head = "<tr><th>槽位</th><th>type</th><th>内容</th></tr>"
-    return f"<table>{head}{''.join(rows)}</table>"
+    return _table(("6.4em", "5.4em", ""), ("槽位", "type", "内容"), rows)
 
 
 def _content_text(step: PartialStep) -> str:
-    slots = [_slot_text(block, slot, step.parsed_slots) for slot, block in enumerate(step.content)]
-    if step.changed_slot is not None and step.changed_slot >= len(step.content):
+    slots = [_slot_text(block, slot, step) for slot, block in enumerate(step.content)]
+    if _missing(step):
         slots.append(f"[{step.changed_slot}] 不存在（content 只有 {len(step.content)} 个槽位）")
     return " | ".join(slots) or "（空）"
 
@@ -506,7 +653,13 @@ def _buffer_marks(step: PartialStep, buffer: _Buffer) -> tuple[str, str, str]:
     """The row's highlight class, its content slot and whether its arguments are parsed yet."""
     cls = f' class="{CHANGED}"' if buffer.provider_index == step.touched_buffer else ""
     slot = "—" if buffer.content_index is None else str(buffer.content_index)
+    if buffer.slot_from_outside:
+        slot += "*"
     return cls, slot, "已解析" if buffer.parsed else "流式中"
+
+
+#: Under a tool_buffers table with a slot no event reported (``slots=``, e.g. 05-5's experiment).
+OUTSIDE_NOTE = "* 没有哪个事件报告过这个槽位：它是 adapter 量 len(content) 得到的答案，由实验记下（slots）。"
 
 
 def _buffers_html(step: PartialStep) -> str:
@@ -516,15 +669,17 @@ def _buffers_html(step: PartialStep) -> str:
     for buffer in step.buffers:
         cls, slot, state = _buffer_marks(step, buffer)
         rows.append(
-            f'<tr{cls}><td><b>{buffer.provider_index}</b></td><td class="pi-nowrap">{_esc(buffer.id)}</td>'
-            f'<td class="pi-nowrap">{_esc(buffer.name)}</td><td>{_str_box(buffer.raw_arguments)}</td>'
+            f"<tr{cls}><td><b>{buffer.provider_index}</b></td><td>{_esc(buffer.id)}</td>"
+            f"<td>{_esc(buffer.name)}</td><td>{_str_box(buffer.raw_arguments)}</td>"
             f'<td><b>{slot}</b></td><td class="pi-nowrap">{state}</td></tr>'
         )
-    head = (
-        "<tr><th>Provider index</th><th>id</th><th>name</th><th>参数原文</th><th>content_index</th>"
-        "<th>状态</th></tr>"
+    head = ("Provider index", "id", "name", "参数原文", "content<wbr>_index", "状态")
+    note = (
+        f'<p class="pi-note">{_esc(OUTSIDE_NOTE)}</p>'
+        if any(b.slot_from_outside for b in step.buffers)
+        else ""
     )
-    return f"<table>{head}{''.join(rows)}</table>"
+    return _table(("6.2em", "16%", "13%", "", "5.4em", "4.6em"), head, rows) + note
 
 
 def _buffers_text(step: PartialStep) -> str:
@@ -555,8 +710,7 @@ def _step_list_html(steps: Sequence[PartialStep], current: int | None) -> str:
             f"<tr{cls}><td>{marker}{step.number}</td><td>{_short_chunk(step)}</td>"
             f"<td>{_short_event(step.event)}</td></tr>"
         )
-    head = "<tr><th>步</th><th>读到的 chunk</th><th>发出的事件</th></tr>"
-    return f'<table class="pi-steps">{head}{"".join(rows)}</table>'
+    return _table(("3.6em", "44%", ""), ("步", "读到的 chunk", "发出的事件"), rows, "pi-steps")
 
 
 def _short_chunk(step: PartialStep) -> str:
@@ -584,21 +738,18 @@ def _short_event(event: Any) -> str:
     return _esc(kind)
 
 
+def _finish_html(step: PartialStep) -> str:
+    if step.finish is None:
+        return "—（还没读到 finish）"
+    usage = _get(step.finish, "usage")
+    return _esc(_get(step.finish, "reason")) + ("" if usage is None else f" · {_esc(_usage_text(usage))}")
+
+
 def _state_html(step: PartialStep) -> str:
     text_index = "—（还没有文本）" if step.text_content_index is None else str(step.text_content_index)
-    finish = (
-        "—（还没读到 finish）"
-        if step.finish is None
-        else f"{_esc(_get(step.finish, 'reason'))}"
-        + (
-            ""
-            if _get(step.finish, "usage") is None
-            else f" · {_esc(_usage_text(_get(step.finish, 'usage')))}"
-        )
-    )
     return (
         f"<h4>tool_buffers（Provider index → buffer）</h4>{_buffers_html(step)}"
-        f"<p>text_content_index：<b>{text_index}</b> · finish：<b>{finish}</b></p>"
+        f"<p>text_content_index：<b>{text_index}</b> · finish：<b>{_finish_html(step)}</b></p>"
     )
 
 
@@ -609,56 +760,73 @@ def _unread_note(unread: Sequence[int]) -> str:
     return f'<p class="pi-note">没有读到的 chunk：{names}（流已经以 error 结束）</p>'
 
 
-def _partial_page(steps: Sequence[PartialStep], step: PartialStep, unread: Sequence[int]) -> str:
-    unread_note = _unread_note(unread)
+def _content_heading(step: PartialStep) -> str:
     where = "partial.content" if _get(step.event, "type") not in ("done", "error") else "最终 content"
+    return f"<h4>{where}（改变的槽位高亮）</h4>"
+
+
+def _partial_sections(step: PartialStep) -> list[str]:
+    """The detail column of one step, in sections that line up across steps."""
     note = ""
     if step.event is None and step.chunk is not None:
         note = '<p class="pi-note">这个 chunk 没有产生事件：adapter 只是记下了它，partial 不变。</p>'
-    return (
-        '<div class="pi-page">'
-        f'<div class="pi-steps-col"><h4>全部步骤</h4>{_step_list_html(steps, step.number)}{unread_note}</div>'
-        '<div class="pi-detail-col">'
-        f"<h4>第 {step.number} 步 · 读到的 ProviderChunk</h4><p>{_chunk_cell(step)}</p>"
-        f"<h4>发出的事件</h4><p>{_event_html(step.event)}</p>{note}"
-        f"{_state_html(step)}"
-        f"<h4>{where}（改变的槽位高亮）</h4>{_content_html(step)}"
-        "</div></div>"
-    )
+    return [
+        f"<h4>第 {step.number} 步 · 读到的 ProviderChunk</h4><p>{_chunk_cell(step)}</p>",
+        f"<h4>发出的事件</h4><p>{_event_html(step.event)}</p>{note}",
+        _state_html(step),
+        f"{_content_heading(step)}{_content_html(step)}",
+    ]
 
 
-def _buffers_compact(step: PartialStep) -> str:
-    if not step.buffers:
-        return '<span class="pi-note">空</span>'
-    lines = []
-    for buffer in step.buffers:
-        cls, slot, state = _buffer_marks(step, buffer)
-        lines.append(
-            f"<div{cls}>index <b>{buffer.provider_index}</b> → {_esc(buffer.id)} · {_esc(buffer.name)} · "
-            f"参数原文 {_str_box(buffer.raw_arguments)} · content_index <b>{slot}</b> · {state}</div>"
+def _partial_pages(steps: Sequence[PartialStep], unread: Sequence[int]) -> list[str]:
+    lists = [
+        f"<h4>全部步骤</h4>{_step_list_html(steps, step.number)}{_unread_note(unread)}" for step in steps
+    ]
+    return _live_pages(lists, [_partial_sections(step) for step in steps])
+
+
+def _slot_line(step: PartialStep, slot: int, label: str) -> str:
+    """One content slot in a line: text, or a tool call's name and arguments (its id if made up)."""
+    block = step.content[slot]
+    kind = _get(block, "type")
+    if kind == "toolCall":
+        made_up = (
+            f" · id {_str_box(_get(block, 'id'))}（adapter 自己起的）" if _made_up_id(block, step) else ""
         )
-    return "".join(lines)
+        arguments = _get(block, "arguments")
+        if slot in step.parsed_slots and not isinstance(arguments, str):
+            state = f"{_badge('已解析', 'parsed')}<code>{_esc(_value_text(arguments))}</code>"
+        else:
+            raw = _get(block, "raw_arguments")
+            state = f"{_badge('原文', 'raw')}{_str_box(str(raw if raw is not None else arguments))}"
+        value = f"toolCall {_str_box(_get(block, 'name', ''))}{made_up} · {state}"
+    else:
+        value = f"{_esc(kind)} {_str_box(_get(block, 'text', ''))}" if kind == "text" else _esc(kind)
+    return f'<div class="{CHANGED}">content[<b>{slot}</b>] {label} {value}</div>'
 
 
-def _content_compact(step: PartialStep) -> str:
-    lines = []
-    for slot, block in enumerate(step.content):
-        kind, value = _slot_value_html(block, slot, step.parsed_slots)
-        changed = slot == step.changed_slot
-        cls = f' class="{CHANGED}"' if changed else ""
-        lines.append(f"<div{cls}><b>[{slot}]</b>{' ◀' if changed else ''} {kind} · {value}</div>")
-    if step.changed_slot is not None and step.changed_slot >= len(step.content):
-        lines.append(
-            f'<div class="{MISSING}"><b>[{step.changed_slot}]</b> ◀ content[{step.changed_slot}] 不存在'
-            f"（content 只有 {len(step.content)} 个槽位）</div>"
+def _changes_html(step: PartialStep) -> str:
+    """What one step changed, in a line or two (the static table's last column)."""
+    parts = []
+    buffers = {buffer.provider_index: buffer for buffer in step.buffers}
+    buffer = buffers.get(step.touched_buffer) if step.touched_buffer is not None else None
+    if buffer is not None:
+        _, recorded, state = _buffer_marks(step, buffer)
+        index = buffer.provider_index
+        parts.append(f"<div>tool_buffers[<b>{index}</b>] → content_index <b>{recorded}</b> · {state}</div>")
+    if _get(step.chunk, "type") == "finish" and not step.repeat_chunk:
+        parts.append(f"<div>记下 finish：{_finish_html(step)}</div>")
+    named = set() if step.changed_slot is None else {step.changed_slot}
+    for slot in sorted(step.new_slots | named):
+        if slot < len(step.content):
+            parts.append(_slot_line(step, slot, "◀ 本步" if slot == step.changed_slot else "◀ 新增"))
+    if _missing(step):
+        parts.append(
+            f'<div class="{MISSING}">content[{step.changed_slot}] 不存在：{_missing_reason(step)}</div>'
         )
-    return "".join(lines) or '<span class="pi-note">空</span>'
-
-
-def _aligned(table: str) -> str:
-    """Inline alignment for the static table: an untrusted notebook drops ``<style>`` but keeps it."""
-    cell = ' style="text-align:left;vertical-align:top"'
-    return table.replace("<td>", f"<td{cell}>").replace("<th>", f"<th{cell}>")
+    if _get(step.event, "type") in ("done", "error"):
+        parts.append(f"<div>最终 content：{len(step.content)} 个槽位（见表格下方）</div>")
+    return "".join(parts) or '<span class="pi-note">partial 不变</span>'
 
 
 def _partial_static(steps: Sequence[PartialStep], unread: Sequence[int]) -> str:
@@ -666,15 +834,17 @@ def _partial_static(steps: Sequence[PartialStep], unread: Sequence[int]) -> str:
     for step in steps:
         rows.append(
             f'<tr class="pi-row"><td>{step.number}</td><td>{_chunk_cell(step)}</td>'
-            f"<td>{_event_html(step.event)}</td>"
-            f"<td>{_buffers_compact(step)}</td><td>{_content_compact(step)}</td></tr>"
+            f"<td>{_event_html(step.event)}</td><td>{_changes_html(step)}</td></tr>"
         )
-    unread_note = _unread_note(unread)
-    head = (
-        "<tr><th>步</th><th>读到的 ProviderChunk</th><th>发出的事件</th>"
-        "<th>tool_buffers（本步之后）</th><th>content（本步之后，改变的槽位标 ◀）</th></tr>"
+    head = ("步", "读到的 ProviderChunk", "发出的事件", "这一步改变了什么（◀ 改变的槽位）")
+    table = _table(("3.2em", "31%", "29%", ""), head, rows, "pi-static-table")
+    last = steps[-1]
+    final = (
+        f"<h4>第 {last.number} 步之后</h4>{_state_html(last)}{_content_heading(last)}{_content_html(last)}"
+        if steps
+        else ""
     )
-    return _aligned(f'<table class="pi-static-table">{head}{"".join(rows)}</table>') + unread_note
+    return table + _unread_note(unread) + final
 
 
 def _partial_line(step: PartialStep) -> str:
@@ -695,6 +865,8 @@ class PartialStepper(_Stepper):
     emitted. ``positions`` (optional) gives, per event, the 0-based index of the chunk the adapter
     had read when it emitted that event (``-1`` before any, ``len(chunks)`` after the transport
     ended); without it the pairing is inferred from the order (see :func:`pair_events`).
+    ``slots`` (optional, Provider index → content slot) names slots no event reported, such as
+    the one 05-5's experiment records for an adapter that fails on its first write (marked ``*``).
     Chunks and events are read by their ``type`` and field names only, so events from any copy of
     the course package (a learner's practice copy, a scratch copy with a broken adapter) work.
     """
@@ -708,12 +880,13 @@ class PartialStepper(_Stepper):
         title: str = "partial 快照",
         *,
         positions: Sequence[int] | None = None,
+        slots: Mapping[int, int] | None = None,
     ) -> None:
         chunks, events = list(chunks), list(events)
         if positions is None:
             positions = pair_events(chunks, events)
-        self.steps, self.unread = build_partial_steps(chunks, events, positions)
-        pages = [_partial_page(self.steps, step, self.unread) for step in self.steps]
+        self.steps, self.unread = build_partial_steps(chunks, events, positions, slots)
+        pages = _partial_pages(self.steps, self.unread)
         lines = [_partial_line(step) for step in self.steps]
         if self.unread:
             lines.append("没有读到的 chunk: " + ", ".join(f"#{i + 1}" for i in self.unread))
@@ -952,7 +1125,7 @@ def _lines_html(step: ReadStep) -> str:
     items = []
     for line in step.lines:
         if line:
-            items.append(f'<li><span class="pi-buffer">{_esc(line)}</span><span class="pi-nl">↵</span></li>')
+            items.append(f'<li><div class="pi-buffer">{_esc(line)}<span class="pi-nl">↵</span></div></li>')
         else:
             items.append(
                 f'<li>{_badge("空行", "blank")}<span class="pi-nl">↵</span> → 结束一条 SSE 事件</li>'
@@ -963,13 +1136,14 @@ def _lines_html(step: ReadStep) -> str:
 def _payloads_html(step: ReadStep) -> str:
     if not step.payloads:
         return '<p class="pi-note">无（还没有空行结束一条事件）</p>'
-    return "<ol>" + "".join(f"<li>{_str_box(data)}</li>" for data in step.payloads) + "</ol>"
+    items = "".join(f'<li><div class="pi-buffer">{_esc(data)}</div></li>' for data in step.payloads)
+    return f"<ol>{items}</ol>"
 
 
 def _collected_html(step: ReadStep) -> str:
     if not step.collected:
         return '<p class="pi-note">无</p>'
-    items = "".join(f'<li><span class="pi-buffer">{_esc(line)}</span></li>' for line in step.collected)
+    items = "".join(f'<li><div class="pi-buffer">{_esc(line)}</div></li>' for line in step.collected)
     return f"<ol>{items}</ol>"
 
 
@@ -979,11 +1153,19 @@ def _pending_html(step: ReadStep) -> str:
     return f'<div class="pi-buffer">{_marked(step.pending)}</div>'
 
 
-def _read_summary(step: ReadStep) -> str:
-    ends = "↵" if step.text.endswith("\n") else "行中间"
+def _read_end(step: ReadStep) -> str:
+    """Where a read stopped: after a line end, inside a line, inside a character."""
     if step.held:
-        ends = "字符中间"
-    return f"{len(step.data)} 字节 · 止于{ends}"
+        return "字符中间"
+    return "↵" if step.text.endswith("\n") else "行中间"
+
+
+def _read_summary(step: ReadStep) -> str:
+    return f"{len(step.data)} 字节 · 止于{_read_end(step)}"
+
+
+def _response_row(step: ReadStep, columns: int) -> str:
+    return f'<tr><td colspan="{columns}"><b>响应 {step.response}</b>（新的 buffer）</td></tr>'
 
 
 def _reads_list_html(steps: Sequence[ReadStep], current: int | None) -> str:
@@ -992,54 +1174,102 @@ def _reads_list_html(steps: Sequence[ReadStep], current: int | None) -> str:
     for step in steps:
         if step.response != response:
             response = step.response
-            rows.append(f'<tr><td colspan="5"><b>响应 {response}</b>（新的 buffer）</td></tr>')
+            rows.append(_response_row(step, 6))
         cls = f' class="{CURRENT}"' if step.number == current else ""
         marker = "▶ " if step.number == current else ""
-        pending = "缓冲区为空" if not step.pending else f"{len(step.pending)} 字符"
+        pending = "空" if not step.pending else f"{len(step.pending)} 字符"
         rows.append(
-            f"<tr{cls}><td>{marker}{step.number}</td><td>{_read_summary(step)}</td>"
+            f"<tr{cls}><td>{marker}{step.number}</td><td>{len(step.data)}</td><td>{_read_end(step)}</td>"
             f"<td>{len(step.lines)}</td><td>{len(step.payloads)}</td><td>{pending}</td></tr>"
         )
-    head = "<tr><th>读取</th><th>字节</th><th>取出的行</th><th>payload</th><th>留在缓冲区</th></tr>"
-    return f'<table class="pi-steps">{head}{"".join(rows)}</table>'
+    head = ("读取", "字节", "止于", "行", "事件", "留下")
+    return _table(("3.4em", "3.4em", "", "2.6em", "3.2em", "4.8em"), head, rows, "pi-steps")
 
 
-def _sse_page(steps: Sequence[ReadStep], step: ReadStep) -> str:
+#: Under the static table and (with the list's columns) under the list of reads on every page.
+SSE_LEGEND = (
+    f'<span class="pi-nl">↵</span> 是换行符 \\n；{_badge("空行", "blank")} 是空行，结束一条事件；'
+    "下划线是本次读到的文字。"
+)
+READS_LEGEND = "止于：这次读取停在哪里；行：取出的完整行；事件：分发的 payload；留下：留在缓冲区的字符。"
+
+
+def _sse_sections(steps: Sequence[ReadStep], step: ReadStep) -> list[str]:
+    """The detail column of one read, in sections that line up across reads."""
     fresh = (
         f'<p class="pi-note">响应 {step.response} 的第一次读取：缓冲区从空开始。</p>'
         if step.number == 1 or steps[step.number - 2].response != step.response
         else ""
     )
-    return (
-        '<div class="pi-page">'
-        f'<div class="pi-steps-col"><h4>全部读取</h4>{_reads_list_html(steps, step.number)}'
-        '<p class="pi-note"><span class="pi-nl">↵</span> 是换行符 \\n；'
-        f"{_badge('空行', 'blank')} 是空行，结束一条事件；下划线是本次读到的文字。</p></div>"
-        '<div class="pi-detail-col">'
-        f"<h4>第 {step.number} 次读取（响应 {step.response}）· {len(step.data)} 字节</h4>{fresh}"
-        f"<div>{_read_html(step)}</div>"
-        f"<h4>append 之后的缓冲区</h4>{_buffer_html(step)}"
-        f"<h4>取出的完整行</h4>{_lines_html(step)}"
-        f"<h4>等待空行的 data 行</h4>{_collected_html(step)}"
-        f"<h4>分发的 SSE payload（data）</h4>{_payloads_html(step)}"
-        f"<h4>留在缓冲区（下一行的开头）</h4>{_pending_html(step)}"
-        "</div></div>"
-    )
+    heading = f"第 {step.number} 次读取（响应 {step.response}）· {len(step.data)} 字节"
+    return [
+        f"<h4>{heading}</h4>{fresh}{_read_html(step)}",
+        f"<h4>append 之后的缓冲区</h4>{_buffer_html(step)}",
+        f"<h4>取出的完整行</h4>{_lines_html(step)}",
+        f"<h4>等待空行的 data 行</h4>{_collected_html(step)}",
+        f"<h4>分发的 SSE payload（data）</h4>{_payloads_html(step)}",
+        f"<h4>留在缓冲区（下一行的开头）</h4>{_pending_html(step)}",
+    ]
+
+
+def _sse_pages(steps: Sequence[ReadStep]) -> list[str]:
+    legend = f'<p class="pi-note">{READS_LEGEND}{SSE_LEGEND}</p>'
+    lists = [f"<h4>全部读取</h4>{_reads_list_html(steps, step.number)}{legend}" for step in steps]
+    return _live_pages(lists, [_sse_sections(steps, step) for step in steps])
+
+
+def _abridged(text: str, head: int = 48, tail: int = 24, limit: int = 100) -> str:
+    """A string longer than ``limit`` as its start and end around a badge saying how much is left out."""
+    if len(text) <= limit:
+        return _esc(text)
+    left_out = _badge(f"省略 {len(text) - head - tail} 字符", "empty")
+    return f"{_esc(text[:head])}{left_out}{_esc(text[-tail:])}"
+
+
+def _after_read_html(step: ReadStep) -> str:
+    """What one read left behind, summarised (the static table's last column)."""
+    if step.lines:
+        blanks = sum(1 for line in step.lines if not line)
+        data = sum(1 for line in step.lines if line.startswith("data:"))
+        other = len(step.lines) - blanks - data
+        kinds = [f"data 行 {data}"] if data else []
+        kinds += [f"空行 {blanks}"] if blanks else []
+        kinds += [f"其他 {other}"] if other else []
+        lines = f"取出 {len(step.lines)} 行（{'、'.join(kinds)}）"
+    else:
+        lines = "没有完整的行"
+    parts = [f"<div>{lines}</div>"]
+    if step.collected:
+        parts.append(f"<div>{len(step.collected)} 行 data 还在等空行</div>")
+    if step.payloads:
+        items = "".join(f'<li><div class="pi-buffer">{_abridged(data)}</div></li>' for data in step.payloads)
+        parts.append(f"<div>分发 {len(step.payloads)} 条 payload：</div><ol>{items}</ol>")
+    else:
+        parts.append('<div class="pi-note">没有分发事件</div>')
+    if not step.pending:
+        pending = _badge("缓冲区为空", "empty")
+    elif step.pending == step.buffer:
+        pending = f"缓冲区里的 {len(step.pending)} 个字符全部留下（还没有 ↵）"
+    else:
+        pending = f'<div class="pi-buffer">{_abridged(step.pending)}</div>'
+    parts.append(f"<div>留在缓冲区：{pending}</div>")
+    return "".join(parts)
 
 
 def _sse_static(steps: Sequence[ReadStep]) -> str:
     rows = []
+    response = 0
     for step in steps:
+        if step.response != response:
+            response = step.response
+            rows.append(_response_row(step, 3))
         rows.append(
-            f'<tr class="pi-row"><td>{step.number}<br>响应 {step.response}</td><td>{_read_html(step)}</td>'
-            f"<td>{_lines_html(step)}</td><td>{_collected_html(step)}</td><td>{_payloads_html(step)}</td>"
-            f"<td>{_pending_html(step)}</td></tr>"
+            f'<tr class="pi-row"><td>{step.number}<br><span class="pi-note">{_read_summary(step)}</span></td>'
+            f"<td>{_read_html(step)}</td><td>{_after_read_html(step)}</td></tr>"
         )
-    head = (
-        "<tr><th>读取</th><th>本次读到（↵ = \\n）</th><th>取出的完整行</th><th>等待空行的 data 行</th>"
-        "<th>分发的 payload</th><th>留在缓冲区</th></tr>"
-    )
-    return _aligned(f'<table class="pi-static-table">{head}{"".join(rows)}</table>')
+    head = ("读取", "本次读到（↵ = \\n）", "读完之后：取出的行、分发的 payload（长的只留头尾）、留在缓冲区")
+    legend = f'<p class="pi-note">{SSE_LEGEND}</p>'
+    return _table(("6.4em", "50%", ""), head, rows, "pi-static-table") + legend
 
 
 def _sse_line(step: ReadStep) -> str:
@@ -1064,6 +1294,7 @@ class SSEBufferStepper(_Stepper):
     """
 
     kind = "sse-stepper"
+    unit = "次读取"
 
     def __init__(self, reads: Sequence[bytes], title: str = "SSE 行缓冲区") -> None:
         self._setup([list(reads)], title)
@@ -1079,6 +1310,5 @@ class SSEBufferStepper(_Stepper):
         self.reads: list[ReadStep] = []
         for number, reads in enumerate(responses, start=1):
             self.reads += trace_reads(reads, response=number, start=len(self.reads) + 1)
-        pages = [_sse_page(self.reads, step) for step in self.reads]
         lines = [_sse_line(step) for step in self.reads]
-        _Stepper.__init__(self, title, pages, lines, _sse_static(self.reads), first=1)
+        _Stepper.__init__(self, title, _sse_pages(self.reads), lines, _sse_static(self.reads), first=1)
