@@ -218,9 +218,8 @@ def _live_pages(steps_cols: Sequence[str], sections: Sequence[Sequence[str]]) ->
 
 def _aligned(fragment: str) -> str:
     """Inline layout for the static tables: an untrusted notebook drops ``<style>`` but keeps these."""
-    cell = ' style="text-align:left;vertical-align:top"'
     fragment = fragment.replace("<table", '<table style="table-layout:fixed;width:100%"')
-    return fragment.replace("<td>", f"<td{cell}>").replace("<th>", f"<th{cell}>")
+    return re.sub(r"<(td|th)\b", r'<\1 style="text-align:left;vertical-align:top"', fragment)
 
 
 # --- the stepper widget -------------------------------------------------------------------------
