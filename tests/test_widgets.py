@@ -256,6 +256,8 @@ async def test_the_static_table_lists_every_step_with_only_what_it_changed() -> 
     steps = [row.split("</tr>")[0] for row in table.split('<tr class="pi-row">')[1:]]
     assert len(steps) == 11 and all(len(cells(row)) == 4 for row in steps)
     assert "table-layout:fixed" in table and "<colgroup>" in table
+    aligned = '<td style="text-align:left;vertical-align:top"'
+    assert static.count("<td") == static.count(aligned)  # an untrusted notebook keeps these
     # step 5: "，再查" joins slot 1 — the row shows slot 1, not the whole content
     changes = cells(steps[5])[3]
     assert "content[<b>1</b>] ◀ 本步" in changes and "先读，再查" in changes
@@ -319,8 +321,9 @@ def test_theme_colours_come_from_jupyterlab_variables() -> None:
 def test_tables_keep_their_columns_still_and_the_current_row_keeps_its_font() -> None:
     rule = STYLE[STYLE.index(".pi-sv table {") :].split("}")[0]
     assert "table-layout: fixed" in rule and "width: 100%" in rule
-    current = STYLE[STYLE.index("tr.pi-current > td {") :].split("}")[0]
-    assert "font-weight" not in current  # bold text across the row would re-wrap its cells
+    rules = re.findall(r"([^{}]+)\{([^}]*)\}", STYLE)
+    across = [body for selector, body in rules if re.search(r"tr\.pi-current > td(?!:first-child)", selector)]
+    assert across and not any("font-weight" in body for body in across)  # bold text would re-wrap cells
     assert (
         "overflow-wrap: anywhere" in STYLE[STYLE.index(".pi-sv.pi-sv th, .pi-sv.pi-sv td {") :].split("}")[0]
     )
