@@ -66,6 +66,7 @@ STYLE = """
   line-height: 1.45; }
 .pi-sv th { background: var(--jp-layout-color2, #eee); color: var(--jp-ui-font-color0, #000);
   font-weight: 600; }
+.pi-sv.pi-sv th { overflow-wrap: normal; }  /* headers break between words, never inside one */
 .pi-sv code, .pi-sv .pi-mono { font-family: var(--jp-code-font-family, monospace);
   font-size: var(--jp-code-font-size, 13px); }
 .pi-sv .pi-str { border: 1px solid var(--jp-border-color1, #aaa); border-radius: 3px; padding: 0 3px;
