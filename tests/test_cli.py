@@ -229,6 +229,14 @@ def test_checkpoint_diff_mine_and_its_misuse(capsys: pytest.CaptureFixture[str])
     assert code == 2 and "--diff" in line
 
 
+def test_checkpoint_diff_mine_from_a_copys_subfolder_diffs_the_copy(copy: Path) -> None:
+    # In notebooks/ the running pi_course is the reference (nothing to import there), as in check.
+    result = run_in(copy / "notebooks", "checkpoint", "05", "--diff", "--mine")
+    assert result.returncode == 0, result.stderr
+    assert "--- mine/pi_course/outbound.py" in result.stdout  # the copy's starter, not the target
+    assert result.stdout == run_in(copy, "checkpoint", "05", "--diff", "--mine").stdout
+
+
 def test_a_copy_without_its_target_says_so(tmp_path: Path) -> None:
     old = create_practice(tmp_path / "old")
     for path in sorted((old / "pi_course" / TARGET_FOLDER).iterdir()):

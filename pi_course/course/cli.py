@@ -244,8 +244,13 @@ def _checkpoint(diff: bool, mine: bool) -> int:
             return EXIT_USAGE
         print(CHECKPOINT_05, end="")
         return 0
+    # --mine from a copy's notebooks/ runs the reference's CLI: diff the copy's files, not its own.
+    copy = find_course_tree(Path.cwd()) if mine else None
     try:
-        text = target_diff(mine=mine)
+        if copy is not None and is_practice_copy(copy):
+            text = target_diff(mine=True, package=copy / "pi_course")
+        else:
+            text = target_diff(mine=mine)
     except PracticeError as error:
         _say(str(error))
         return 1

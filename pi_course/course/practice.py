@@ -285,11 +285,12 @@ def _without_outputs(notebook: Path) -> str:
 DIFF_FILES = (*TEACHING_FILES, "__init__.py")
 
 
-def target_diff(*, mine: bool = False) -> str:
+def target_diff(*, mine: bool = False, package: Path = PACKAGE) -> str:
     """The target diff: unified diff from starter to target over the lesson files.
 
-    With ``mine``, from this package's current files (a learner's work) to the target instead.
-    The same in the reference, a wheel and a practice copy (which reads its shipped target).
+    With ``mine``, from ``package``'s current files (a learner's work; by default the running
+    package) to the target instead. The same in the reference, a wheel and a practice copy
+    (which reads its shipped target).
     """
     reference = reference_sources()
     chunks: list[str] = []
@@ -298,7 +299,7 @@ def target_diff(*, mine: bool = False) -> str:
             continue
         target = _as_practice(name, without_markers(reference[name]))
         if mine:
-            current = PACKAGE / name
+            current = package / name
             before = current.read_text(encoding="utf-8") if current.is_file() else ""
             before = _as_practice(name, without_markers(before))
             label = f"mine/pi_course/{name}"
