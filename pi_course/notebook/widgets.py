@@ -1215,7 +1215,9 @@ def _sse_sections(steps: Sequence[ReadStep], step: ReadStep) -> list[str]:
 def _sse_pages(steps: Sequence[ReadStep]) -> list[str]:
     legend = f'<p class="pi-note">{READS_LEGEND}{SSE_LEGEND}</p>'
     lists = [f"<h4>全部读取</h4>{_reads_list_html(steps, step.number)}{legend}" for step in steps]
-    return _live_pages(lists, [_sse_sections(steps, step) for step in steps])
+    # One slot for the whole detail column: its sections pack at the top (no gaps between them),
+    # and the tallest read still fixes the page's height.
+    return _live_pages(lists, [["".join(_sse_sections(steps, step))] for step in steps])
 
 
 def _abridged(text: str, head: int = 48, tail: int = 24, limit: int = 100) -> str:
