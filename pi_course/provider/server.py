@@ -273,8 +273,8 @@ async def chat_completions(request: Request) -> Response:
         body = await request.json()
         model, messages = str(body["model"]), list(body["messages"])
     except (ValueError, KeyError, TypeError):
-        error = {"message": "Body must be JSON with model and messages.", "type": "invalid_request_error"}
-        return JSONResponse({"error": error}, status_code=400)
+        message = "Body must be JSON with model and messages."
+        return HTTPFailure(400, message, "invalid_request_error").response()
     if model.startswith(RECORDED_PREFIX):
         return _recorded(model, bool(body.get("stream")))
     reply = reply_for(model, messages)
@@ -283,7 +283,7 @@ async def chat_completions(request: Request) -> Response:
     if not body.get("stream"):
         # A non-streaming reply cannot break off halfway: a script that fails mid-stream is a 500.
         if any(isinstance(step, Drop) or (isinstance(step, dict) and "error" in step) for step in reply):
-            return JSONResponse({"error": {"message": "Scripted failure.", "type": "server_error"}}, 500)
+            return HTTPFailure(500, "Scripted failure.", "server_error").response()
         return JSONResponse(_completion(reply, model))
     include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
     return StreamingResponse(
@@ -299,11 +299,8 @@ def _recorded(model: str, stream: bool) -> Response:
         message = f"The model `{model}` does not exist: no recording {name!r} (GET /v1/models lists them)."
         return HTTPFailure(404, message, "invalid_request_error", code="model_not_found").response()
     if not stream:
-        error = {
-            "message": f"{model} replays a recorded stream: send stream: true.",
-            "type": "invalid_request_error",
-        }
-        return JSONResponse({"error": error}, status_code=400)
+        message = f"{model} replays a recorded stream: send stream: true."
+        return HTTPFailure(400, message, "invalid_request_error").response()
     return StreamingResponse(
         _recorded_body(recording_bytes(name)),
         media_type="text/event-stream",
