@@ -703,13 +703,10 @@ def failure_lines(report: Report, name: str, *, beyond: bool = False, same_hint:
     detail = report.details.get(name, Detail())
     if detail.timeout is not None:
         meaning = _timeout_meaning(name, detail)
-        if meaning is None:
-            meaning = NEVER_AWAITS if detail.never_awaits else TIMEOUT_MEANING
-            decisive = [f"超过 {detail.timeout:g} 秒没有结束：{meaning}。"]
-            if detail.where:
-                decisive.append(f"停在 {detail.where}")
-        else:  # a known meaning already names the place to look
-            decisive = [f"超过 {detail.timeout:g} 秒没有结束：{meaning}。"]
+        general = NEVER_AWAITS if detail.never_awaits else TIMEOUT_MEANING
+        decisive = [f"超过 {detail.timeout:g} 秒没有结束：{meaning or general}。"]
+        if detail.where and meaning is None:  # a known meaning already names the place to look
+            decisive.append(f"停在 {detail.where}")
     else:
         decisive = []
         if detail.assertion and (detail.difference is not None or _bare_assert(detail.message)):

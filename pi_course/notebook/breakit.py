@@ -28,8 +28,12 @@ class _State:
     current: object = None  # the chunk the adapter is handling right now
     fired: bool = False  # the confused len() changed at least one answer
     marker: Path | None = None
-    swaps: list[tuple[int, int]] = field(default_factory=list)  # (provider index, the real length)
     measured: dict[int, int] = field(default_factory=dict)  # provider index → the real length, first time
+
+    @property
+    def swaps(self) -> list[tuple[int, int]]:
+        """(Provider index, the real length) for each index whose first answer was confused."""
+        return [(index, real) for index, real in self.measured.items() if index != real]
 
     @property
     def slots(self) -> dict[int, int]:
@@ -57,8 +61,6 @@ def confused_len(value: Any) -> int:
         index: int = chunk.index  # type: ignore[attr-defined]
         real = builtins.len(value)
         _state.measured.setdefault(index, real)
-        if index != real:
-            _state.swaps.append((index, real))
         if index != real and not _state.fired:
             _state.fired = True
             if _state.marker is not None:
@@ -101,7 +103,6 @@ def _patch() -> Callable[[], None]:
 def confused_indexes() -> Iterator[_State]:
     """Inside the block, ``pi_course.adapter`` confuses the two indexes (use :class:`Watched`)."""
     _state.fired = False
-    _state.swaps.clear()
     _state.measured.clear()
     restore = _patch()
     try:

@@ -572,6 +572,11 @@ def _made_up_id(block: Any, step: PartialStep) -> bool:
     return bool(ident) and ident not in step.chunk_ids
 
 
+def _is_parsed(arguments: Any, slot: int, step: PartialStep) -> bool:
+    """A tool call's arguments are shown parsed only after its toolcall_end, and only if not text."""
+    return slot in step.parsed_slots and not isinstance(arguments, str)
+
+
 def _slot_value_html(block: Any, slot: int, step: PartialStep) -> tuple[str, str]:
     kind = _get(block, "type")
     if kind == "text":
@@ -581,7 +586,7 @@ def _slot_value_html(block: Any, slot: int, step: PartialStep) -> tuple[str, str
         head = f"id {_str_box(_get(block, 'id', ''))}{made_up} · name {_str_box(_get(block, 'name', ''))}"
         raw = _get(block, "raw_arguments")
         arguments = _get(block, "arguments")
-        if slot in step.parsed_slots and not isinstance(arguments, str):
+        if _is_parsed(arguments, slot, step):
             body = (
                 f"arguments {_badge('已解析 · ' + type(arguments).__name__, 'parsed')}"
                 f"<code>{_esc(_value_text(arguments))}</code>"
@@ -601,7 +606,7 @@ def _slot_text(block: Any, slot: int, step: PartialStep) -> str:
         return f"[{slot}] text {_get(block, 'text')!r}"
     if kind == "toolCall":
         arguments = _get(block, "arguments")
-        if slot in step.parsed_slots and not isinstance(arguments, str):
+        if _is_parsed(arguments, slot, step):
             state = f"已解析 {_value_text(arguments)}"
         else:
             raw = _get(block, "raw_arguments")
@@ -794,7 +799,7 @@ def _slot_line(step: PartialStep, slot: int, label: str) -> str:
             f" · id {_str_box(_get(block, 'id'))}（adapter 自己起的）" if _made_up_id(block, step) else ""
         )
         arguments = _get(block, "arguments")
-        if slot in step.parsed_slots and not isinstance(arguments, str):
+        if _is_parsed(arguments, slot, step):
             state = f"{_badge('已解析', 'parsed')}<code>{_esc(_value_text(arguments))}</code>"
         else:
             raw = _get(block, "raw_arguments")
