@@ -1,11 +1,11 @@
 """pi_course — chapter 05 of 动手学 Pi: the model boundary, in Python.
 
-The lesson sits at the top: ``types`` holds the canonical protocol, ``outbound`` is practice
-5.1, ``adapter`` 5.2, ``sse`` 5.3, ``http`` 5.3 (reading and abort) and 5.4 (the request and the
+The lesson sits at the top: ``protocol`` holds the canonical protocol, ``outbound`` is practice
+5.1, ``adapter`` 5.2, ``sse`` 5.3, ``transport`` 5.3 (reading and abort) and 5.4 (the request and the
 key); ``scripted`` is chapter 04's offline model and ``migration`` the optional exercise. The
-tooling lives in subpackages: ``provider`` (the embedded OpenAI-compatible server and
-``connect()``), ``course`` (practice copies, ``check``, the fixtures, the CLI) and ``notebook``
-(widgets and display helpers). Everything users rely on is importable from here.
+tooling lives in subpackages: ``chapter`` (the steps and fixtures, defined once), ``provider``
+(the embedded OpenAI-compatible server and ``connect()``), ``course`` (practice copies, ``check``,
+the CLI) and ``notebook`` (widgets and display helpers). Everything users rely on is importable from here.
 """
 
 import sys as _sys
@@ -28,20 +28,8 @@ from .adapter import (
     ToolChunk,
     fixed_transport,
 )
-from .http import OpenAICompatibleTransport, ProviderTransportError
 from .outbound import to_provider_messages, to_provider_tools
-from .provider.connect import connect, local_model
-from .scripted import ScriptedModel
-from .sse import (
-    InvalidProviderChunk,
-    ProviderError,
-    ProviderRefusal,
-    SSEDecoder,
-    SSEError,
-    SSEEvent,
-    iter_sse_events,
-)
-from .types import (
+from .protocol import (
     EMPTY_USAGE,
     AbortController,
     AbortError,
@@ -72,6 +60,18 @@ from .types import (
     text_of,
     user_message,
 )
+from .provider.connect import connect, local_model
+from .scripted import ScriptedModel
+from .sse import (
+    InvalidProviderChunk,
+    ProviderError,
+    ProviderRefusal,
+    SSEDecoder,
+    SSEError,
+    SSEEvent,
+    iter_sse_events,
+)
+from .transport import OpenAICompatibleTransport, ProviderTransportError
 
 EDITION = "reference"  # `python -m pi_course practice` writes "practice" in its copies
 

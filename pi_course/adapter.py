@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Literal, Protocol, TypeAlias
 
 from .outbound import build_request
-from .types import (
+from .protocol import (
     EMPTY_USAGE,
     AbortError,
     AbortSignal,
@@ -128,7 +128,7 @@ class ToolBuffer:
 
 
 class OpenAICompatibleModel:
-    """A :class:`~pi_course.types.Model` over any :class:`ProviderTransport`."""
+    """A :class:`~pi_course.protocol.Model` over any :class:`ProviderTransport`."""
 
     def __init__(
         self,

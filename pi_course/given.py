@@ -1,6 +1,6 @@
 """Given code, not the lesson: the rules chapter 05 relies on but does not teach.
 
-The lab regions in ``sse.py`` and ``http.py`` call these helpers; a practice copy keeps them
+The lab regions in ``sse.py`` and ``transport.py`` call these helpers; a practice copy keeps them
 as they are. What each one does is standard behaviour the chapter takes for granted:
 
 - :class:`SSEText`: bytes → text, as the chapter's ``TextDecoder`` with ``{ stream: true }``,
@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator, Awaitable
 from contextlib import suppress
 from typing import NamedTuple, TypeVar
 
-from .types import AbortError, AbortSignal
+from .protocol import AbortError, AbortSignal
 
 T = TypeVar("T")
 

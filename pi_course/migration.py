@@ -21,8 +21,8 @@ from collections.abc import AsyncIterable, AsyncIterator, Callable
 from typing import Any
 
 from .adapter import FinishChunk, FinishReason, ProviderChunk, ProviderRequest, TextChunk, ToolChunk
+from .protocol import AbortError, AbortSignal, Usage
 from .sse import InvalidProviderChunk, SSEEvent, iter_sse_events
-from .types import AbortError, AbortSignal, Usage
 
 ByteSource = Callable[[ProviderRequest], AsyncIterable[bytes]]
 
@@ -142,7 +142,7 @@ async def check_transport(make_transport: Callable[[ByteSource], Any], read_size
     """
     from .adapter import OpenAICompatibleModel
     from .notebook.display import describe_event
-    from .types import AgentContext, TextContent, ToolCall, user_message
+    from .protocol import AgentContext, TextContent, ToolCall, user_message
 
     async def source(request: ProviderRequest) -> AsyncIterator[bytes]:
         for start in range(0, len(MAINLINE_TOKEN_STREAM), read_size):

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .types import (
+from .protocol import (
     AgentContext,
     AssistantMessage,
     TextContent,
@@ -19,7 +19,7 @@ from .types import (
 )
 
 if TYPE_CHECKING:  # only an annotation here; a practice copy starts without ToolDefinition
-    from .types import ToolDefinition
+    from .protocol import ToolDefinition
 
 WireMessage = dict[str, Any]
 

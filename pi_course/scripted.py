@@ -6,7 +6,7 @@ import copy
 from collections.abc import AsyncIterator, Sequence
 from typing import Literal
 
-from .types import (
+from .protocol import (
     EMPTY_USAGE,
     AbortSignal,
     AgentContext,

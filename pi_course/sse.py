@@ -28,7 +28,7 @@ from .given import (
     check_event_size,
     provider_error_message,
 )
-from .types import Usage
+from .protocol import Usage
 
 __all__ = [
     "DEFAULT_MAX_EVENT_SIZE",

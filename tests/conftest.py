@@ -292,13 +292,13 @@ def _error_messages(tb: TracebackType | None, test_file: Path) -> list[str]:
     return seen
 
 
-GIVEN_FILES = ("types.py", "given.py")  # code the lesson calls but does not write
+GIVEN_FILES = ("protocol.py", "given.py")  # code the lesson calls but does not write
 
 
 def _innermost_package_line(error: BaseException, *, lesson_only: bool = False) -> str | None:
-    """``pi_course/http.py:87 (OpenAICompatibleTransport._reads)``: the deepest frame of the package.
+    """``pi_course/transport.py:87 (OpenAICompatibleTransport._reads)``: the deepest frame of the package.
 
-    ``types.py`` is never named; with ``lesson_only`` (a timeout: where was it stuck?) neither is
+    ``protocol.py`` is never named; with ``lesson_only`` (a timeout: where was it stuck?) neither is
     the given code, so a loop that calls a given helper is named by its own line.
     """
     skipped = GIVEN_FILES if lesson_only else GIVEN_FILES[:1]

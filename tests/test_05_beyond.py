@@ -138,7 +138,7 @@ def leaks(error: BaseException) -> list[str]:
 @pytest.mark.parametrize("respond", ERROR_PATHS.values(), ids=ERROR_PATHS.keys())
 async def test_key_stays_out_of_every_error_chain(respond: Respond) -> None:
     """密钥不在错误、错误链（__context__、__cause__）或 traceback 里
-    下一步：pi_course/http.py 的 stream()：except 块里只记下脱敏后的文字，离开 except 块之后再 raise（在 except 块里 raise … from None，原来的错误仍留在 __context__ 里）
+    下一步：pi_course/transport.py 的 stream()：except 块里只记下脱敏后的文字，离开 except 块之后再 raise（在 except 块里 raise … from None，原来的错误仍留在 __context__ 里）
     """
     error: Exception | None = None
     try:
@@ -167,7 +167,7 @@ async def one_terminal(model: OpenAICompatibleModel) -> tuple[list[str], Assista
 
 async def test_dropped_connection_ends_in_one_error_event() -> None:
     """连接中途断开：恰好一个 error 终态，partial 保留，没有异常逃出 stream()
-    下一步：pi_course/http.py 的 stream()：读取中的网络异常（httpx.RemoteProtocolError）也要离开 transport，由 adapter 变成 error 终态
+    下一步：pi_course/transport.py 的 stream()：读取中的网络异常（httpx.RemoteProtocolError）也要离开 transport，由 adapter 变成 error 终态
     """
 
     def respond(request: httpx.Request) -> httpx.Response:
@@ -196,7 +196,7 @@ async def test_in_stream_error_payload_ends_in_one_error_event() -> None:
 
 async def test_http_error_status_names_the_status() -> None:
     """HTTP 错误状态（401）：一个 error 终态，error_message 写出状态码
-    下一步：pi_course/http.py：读 body 之前先看 response 的状态码，非 2xx 时抛出写明状态码的错误
+    下一步：pi_course/transport.py：读 body 之前先看 response 的状态码，非 2xx 时抛出写明状态码的错误
     """
 
     def respond(request: httpx.Request) -> httpx.Response:

@@ -1,1 +1,1 @@
-"""The course workflow: practice copies, ``check``, the checkpoint, the chapter fixtures, the CLI."""
+"""The course workflow: practice copies, ``check``, the checkpoint, the CLI."""

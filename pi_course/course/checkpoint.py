@@ -35,30 +35,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-FOCUSED_TEST = "test_05_provider_adapter.py"
-BEYOND_TEST = "test_05_beyond.py"
+from ..chapter.steps import BEYOND_TEST, CHAPTER_TOTAL, FOCUSED_TEST, STEPS, Step
+
 PACKAGE = Path(__file__).resolve().parents[1]  # the pi_course package this module belongs to
 
 TEST_TIMEOUT = 5.0  # seconds per test; a correct solution needs milliseconds
 RUN_TIMEOUT = 90.0  # seconds for the whole pytest process, whatever happens inside it
 WIDTH = 110  # longest value shown in full on one line
-
-
-@dataclass(frozen=True)
-class Step:
-    number: str
-    label: str
-    keyword: str
-    expected: int
-
-
-STEPS = (
-    Step("5.1", "出站转换", "outbound", 1),
-    Step("5.2", "normalized transport 状态机", "normalized_transport", 3),
-    Step("5.3", "SSE 与 unknown 边界", "sse", 5),
-    Step("5.4", "fetch transport 与密钥脱敏", "fetch_transport", 2),
-)
-CHAPTER_TOTAL = sum(step.expected for step in STEPS)
 
 
 @dataclass(frozen=True)
@@ -553,7 +536,7 @@ def report_lines(report: Report, steps: tuple[Step, ...]) -> list[str]:
 # The next step for each focused test: the file and function a failure usually comes from.
 HINTS = {
     "test_outbound": "pi_course/outbound.py 的 to_provider_messages()、_assistant_to_wire()、"
-    "to_provider_tools()；types.py 的 ToolDefinition、AgentContext.tools",
+    "to_provider_tools()；protocol.py 的 ToolDefinition、AgentContext.tools",
     "test_normalized_transport_orders": "pi_course/adapter.py 的 _events()：content 槽位"
     "（第一次出现时的 len(content)，不是 chunk.index）与每个事件的 partial 快照",
     "test_normalized_transport_exception": "pi_course/adapter.py：fixed_transport 的 stream() 在列表里的"
@@ -563,15 +546,16 @@ HINTS = {
     "test_sse_interleaved": "pi_course/sse.py 的 SSEDecoder.feed()（行缓冲：一次网络读取不是一条 event）、"
     "parse_payload()、iter_provider_chunks()（finish reason 与尾随 usage 合成一个 finish chunk）",
     "test_sse_missing_finish": "pi_course/sse.py 的 iter_provider_chunks()：没有 finish reason 时不产出 "
-    "finish chunk；pi_course/http.py 的 _reads()：在 finally 中关闭响应",
-    "test_sse_abort": "pi_course/http.py 的 _reads()：请求交给 AbortRace.run()，读取交给 "
+    "finish chunk；pi_course/transport.py 的 _reads()：在 finally 中关闭响应",
+    "test_sse_abort": "pi_course/transport.py 的 _reads()：请求交给 AbortRace.run()，读取交给 "
     "AbortRace.iterate()（pi_course/given.py），并在 finally 中关闭响应",
     "test_sse_invalid_chunk": "pi_course/sse.py 的 parse_payload() 与 _record()：choices 必须是数组，"
     "错误信息写出字段路径",
     "test_sse_unknown_finish_reason": "pi_course/sse.py 的 _finish_reason()：只能是 stop、length、"
     "tool_calls，错误信息写出 finish_reason 与收到的值",
-    "test_fetch_transport_sends": "pi_course/http.py 的 chat_completions_url()、_headers()、request_body()",
-    "test_fetch_transport_redacts": "pi_course/http.py 的 _Secret.redact() 与 stream() 的错误出口",
+    "test_fetch_transport_sends": "pi_course/transport.py 的 chat_completions_url()、_headers()、"
+    "request_body()",
+    "test_fetch_transport_redacts": "pi_course/transport.py 的 _Secret.redact() 与 stream() 的错误出口",
 }
 
 # What running past the time bound usually means, per test: only when the test was stuck where
@@ -583,7 +567,7 @@ TIMEOUT_MEANINGS = {
 TIMEOUT_MEANING = "通常是某次读取在等一段永远不会到来的字节，或一个循环没有结束"
 NEVER_AWAITS = "一个从不 await 的循环没有结束（测试在这里被强行打断；没有哪次读取在等字节）"
 # Where a blocked read waits: the transport's reads, the given abort race, the SSE reader's `async for`.
-READ_PATH_FILES = ("pi_course/http.py", "pi_course/given.py")
+READ_PATH_FILES = ("pi_course/transport.py", "pi_course/given.py")
 READ_PATH_FUNCTIONS = ("iter_sse_events",)
 _WHERE = re.compile(r"^(?P<file>\S+):(?P<line>\d+) \((?P<function>[^)]*)\)$")
 

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
+from ..chapter.steps import STEP_NUMBERS
+
 EXIT_USAGE = 2  # a bad argument, path or variable: nothing was run
 EXIT_INTERRUPTED = 130
 
@@ -87,13 +89,13 @@ def unknown_model_line(error_message: str | None, model: str, base_url: str | No
 
 async def _chat(prompt: str, model_name: str | None) -> int:
     try:
+        from ..chapter.fixtures import READ_TOOL
         from ..notebook.display import describe_event
         from ..provider.connect import ConfigurationError, connect, not_found_hint
-        from .fixtures import READ_TOOL
     except ImportError as error:
         _say(_before_51(error) or f"chat 无法导入 pi_course：{error}")
         return 1
-    from ..types import AgentContext, user_message
+    from ..protocol import AgentContext, user_message
 
     try:
         model = connect(model_name)
@@ -157,7 +159,7 @@ def _serve(host: str, port: int) -> int:
 
 def practice_path_problem(path: str) -> str | None:
     """Why ``check --path PATH`` cannot run there (one line), or ``None`` for a usable tree."""
-    from .checkpoint import FOCUSED_TEST
+    from ..chapter.steps import FOCUSED_TEST
 
     folder = Path(path).expanduser()
     if not folder.exists():
@@ -177,7 +179,7 @@ def practice_path_problem(path: str) -> str | None:
 
 def is_course_tree(folder: Path) -> bool:
     """A folder ``check`` can test: ``pi_course/__init__.py`` beside the focused tests."""
-    from .checkpoint import FOCUSED_TEST
+    from ..chapter.steps import FOCUSED_TEST
 
     tests = (folder / "tests" / FOCUSED_TEST, folder / "pi_course" / "_course" / "tests" / FOCUSED_TEST)
     return (folder / "pi_course" / "__init__.py").is_file() and any(test.is_file() for test in tests)
@@ -288,7 +290,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     check = commands.add_parser("check", help="run the focused tests, one line per practice step")
     check.add_argument("chapter", choices=["05"])
-    check.add_argument("--step", choices=["5.1", "5.2", "5.3", "5.4"])
+    check.add_argument("--step", choices=STEP_NUMBERS)
     check.add_argument(
         "--path",
         help="a practice copy or a folder inside one (default: the copy around the current folder; "
@@ -365,11 +367,11 @@ CHECKPOINT_05 = """Checkpoint 05 · 接入 OpenAI-compatible Provider
 终点（target）：11 项聚焦测试全部通过（1 + 3 + 5 + 2）。
   练习副本里，target 放在 pi_course/course/target-05/（LAB 区域有标记；先别看）。
 教学文件（pi_course/ 顶层；provider/、course/、notebook/ 是工具，不用改）：
-  pi_course/types.py      5.1  ToolDefinition、AgentContext.tools（并在 __init__.py 导出）
+  pi_course/protocol.py      5.1  ToolDefinition、AgentContext.tools（并在 __init__.py 导出）
   pi_course/outbound.py   5.1  to_provider_messages()、to_provider_tools()
   pi_course/adapter.py    5.2  fixed_transport()、OpenAICompatibleModel.stream()
   pi_course/sse.py        5.3  SSEDecoder.feed()、parse_payload() 与校验函数、iter_provider_chunks()
-  pi_course/http.py       5.3  stream()、_reads()：读取响应与取消（5 项 SSE 测试都经过它们）
+  pi_course/transport.py       5.3  stream()、_reads()：读取响应与取消（5 项 SSE 测试都经过它们）
                           5.4  chat_completions_url()、_headers()、request_body()、_Secret.redact()
 聚焦测试：tests/test_05_provider_adapter.py
 命令：

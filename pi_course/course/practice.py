@@ -22,9 +22,10 @@ import shutil
 from collections.abc import Collection
 from pathlib import Path
 
-from .checkpoint import BEYOND_TEST, FOCUSED_TEST, PACKAGE, STEPS, course_root
+from ..chapter.steps import BEYOND_TEST, FOCUSED_TEST, STEPS
+from .checkpoint import PACKAGE, course_root
 
-TEACHING_FILES = ("types.py", "outbound.py", "adapter.py", "sse.py", "http.py")
+TEACHING_FILES = ("protocol.py", "outbound.py", "adapter.py", "sse.py", "transport.py")
 _BEGIN = re.compile(
     r"^(?P<indent>\s*)# BEGIN LAB (?P<step>\d\.\d)(?P<remove> REMOVE)?(?: \(starter: (?P<starter>.*)\))?$"
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..adapter import FinishChunk, ProviderChunk, TextChunk, ToolChunk
-from ..types import ModelEvent
+from ..protocol import ModelEvent
 
 
 def describe_event(event: ModelEvent) -> str:

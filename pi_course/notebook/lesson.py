@@ -23,15 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..types import AssistantMessage, ModelEvent
+from ..chapter import steps as _steps
+from ..protocol import AssistantMessage, ModelEvent
 from .display import describe_event
 
-STEP_NAMES = {
-    "5.1": ("类型与出站转换", "pi_course/types.py、pi_course/outbound.py"),
-    "5.2": ("normalized transport 状态机", "pi_course/adapter.py"),
-    "5.3": ("SSE 与 unknown 边界", "pi_course/sse.py、pi_course/http.py"),
-    "5.4": ("fetch transport 与密钥脱敏", "pi_course/http.py"),
-}
 METADATA_KEY = "pi_course"
 _STUB = re.compile(r"Lab (5\.[1-4])\b.*尚未实现")
 
@@ -134,7 +129,8 @@ def find_expected(source: str, folder: Path, preferred: str | None = None) -> li
 
 
 def _step_line(step: str, cascade: bool) -> str:
-    label, files = STEP_NAMES[step]
+    practice = _steps.step(step)
+    label, files = practice.label, "、".join(practice.files)
     if cascade:
         return f"需要先完成实践 {step}（{label}）：前面的格子因此没有算出结果，这一格用到了它们。"
     return f"需要先完成实践 {step}（{label}）：{files} 里还是占位实现。"

@@ -31,8 +31,6 @@ from __future__ import annotations
 
 import codecs
 import html
-import itertools
-import json
 import re
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -40,6 +38,8 @@ from typing import Any
 
 import ipywidgets as widgets
 from IPython.display import display
+
+from ..chapter.wire import mainline_sse_reads
 
 # --- styles -------------------------------------------------------------------------------------
 
@@ -911,7 +911,7 @@ class PartialStepper(_Stepper):
         course's :class:`~pi_course.adapter.OpenAICompatibleModel` (the learner's own in a
         practice copy).
         """
-        from ..types import AgentContext
+        from ..protocol import AgentContext
 
         recorder = _RecordingTransport(list(chunks))
         if model is None:
@@ -1011,67 +1011,6 @@ def trace_reads(reads: Sequence[bytes], *, response: int = 1, start: int = 1) ->
         if step.held and following.carried == step.held and following.text:
             steps[index] = replace(step, cut_char=following.text[0])
     return steps
-
-
-def _payload(fields: dict[str, Any]) -> str:
-    return "data: " + json.dumps(fields, ensure_ascii=False, separators=(",", ":")) + "\n\n"
-
-
-def _choice(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-    return {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
-
-
-def mainline_sse_bodies() -> tuple[bytes, bytes]:
-    """The mainline's two response bodies, as compact JSON like the chapter prints them.
-
-    Response 1 asks for ``read`` as call-1 at index 0 in two argument fragments; response 2 is
-    the answer after the tool result, in Chinese.
-    """
-    from ..course.fixtures import MAINLINE_SSE_LINE
-
-    first = [
-        MAINLINE_SSE_LINE,
-        _payload(_choice({"tool_calls": [{"index": 0, "function": {"arguments": '"README.md"}'}}]})),
-        _payload(_choice({}, "tool_calls")),
-        _payload({"choices": [], "usage": {"prompt_tokens": 30, "completion_tokens": 2, "total_tokens": 32}}),
-        "data: [DONE]\n\n",
-    ]
-    answer = ("README.md ", "的第一行是 ", "# Project", "。")
-    second = [
-        *(_payload(_choice({"content": piece})) for piece in answer),
-        _payload(_choice({}, "stop")),
-        _payload({"choices": [], "usage": {"prompt_tokens": 42, "completion_tokens": 9, "total_tokens": 51}}),
-        "data: [DONE]\n\n",
-    ]
-    return "".join(first).encode(), "".join(second).encode()
-
-
-def _cut(body: bytes, marks: Sequence[int]) -> list[bytes]:
-    edges = [0, *marks, len(body)]
-    return [body[a:b] for a, b in itertools.pairwise(edges)]
-
-
-def mainline_sse_reads() -> list[list[bytes]]:
-    """The default split: ten reads over the mainline's two responses.
-
-    Response 1: the chapter's cut right after ``call-``; the rest of that event; the second
-    payload cut inside ``README``; a read ending right after a line's ``\\n`` but before the blank
-    line; then one read carrying two whole events and the start of ``[DONE]``, and its tail.
-    Response 2: two events and a cut inside the three bytes of 的; the rest of the character; two
-    events ending mid-line; everything else.
-    """
-    first, second = mainline_sse_bodies()
-    line_1_end = first.index(b"\n\n") + 2
-    readme = first.index(b"README", line_1_end) + 3
-    line_2_end = first.index(b"\n\n", line_1_end)
-    done = first.index(b"[DONE]") + 3
-    de = second.index("的".encode()) + 1
-    after_de = second.index(b"\n\n", de) + 2
-    project = second.index("。".encode())
-    return [
-        _cut(first, [first.index(b"call-") + 5, line_1_end, readme, line_2_end + 1, done]),
-        _cut(second, [de, after_de, project]),
-    ]
 
 
 def _marked(text: str, *, new_from: int | None = None) -> str:

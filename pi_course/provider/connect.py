@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from urllib.parse import urlsplit
 
 from ..adapter import OpenAICompatibleModel
-from ..http import OpenAICompatibleTransport
+from ..transport import OpenAICompatibleTransport
 
 LOCAL_PROVIDER_NAME = "pi-course-local"
 LOCAL_DEFAULT_MODEL = "mainline"

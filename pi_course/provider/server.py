@@ -27,6 +27,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from ..chapter.wire import mainline_payloads
+
 # --- scripts ------------------------------------------------------------------------------------
 
 
@@ -94,19 +96,10 @@ def usage(prompt: int, completion: int) -> dict[str, Any]:
     }
 
 
-MAINLINE_ANSWER = ("README.md ", "的第一行是 ", "# Project", "。")
-
-
 def mainline(messages: MessageList) -> Reply:
     """Turn 1: ``read`` as call-1 in two fragments; once a tool result is in: a text answer."""
-    if any(message.get("role") == "tool" for message in messages):
-        return [*(delta(piece) for piece in MAINLINE_ANSWER), finish("stop"), usage(42, 9)]
-    return [
-        tool_delta(0, '{"path":', "call-1", "read"),
-        tool_delta(0, '"README.md"}'),
-        finish("tool_calls"),
-        usage(30, 2),
-    ]
+    answered = any(message.get("role") == "tool" for message in messages)
+    return list(mainline_payloads(2 if answered else 1))
 
 
 def interleaved(first: int, second: int) -> Callable[[MessageList], Reply]:

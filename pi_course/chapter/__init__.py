@@ -1,0 +1,7 @@
+"""The chapter's facts, defined once: its practice steps (``steps``) and its fixtures (``fixtures``).
+
+This sits below every tooling subpackage (``provider``, ``course``, ``notebook``) and above the
+lesson modules. ``fixtures`` is imported on its own, never from here: it builds its fixtures from
+the lesson's types, which a fresh practice copy does not have yet (``ToolDefinition`` is practice
+5.1), while ``steps`` must work in every copy. The focused tests keep their own literal copies.
+"""

@@ -1,0 +1,45 @@
+"""The chapter's four practice steps, defined once.
+
+Everything that names a step (``check``, ``checkpoint``, the CLI's ``--step`` choices, the
+notebooks' "finish step 5.x first" lines, the practice copy's starters) reads it from here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+FOCUSED_TEST = "test_05_provider_adapter.py"  # the chapter's 11 focused tests
+BEYOND_TEST = "test_05_beyond.py"  # the checks beyond the chapter, counted apart
+
+
+@dataclass(frozen=True)
+class Step:
+    """One practice step: what it is called, which files a learner edits, how it is tested."""
+
+    number: str
+    label: str
+    files: tuple[str, ...]
+    keyword: str  # the pytest ``-k`` filter over FOCUSED_TEST
+    expected: int  # how many focused tests that filter selects
+
+    @property
+    def test_command(self) -> str:
+        return f"python -m pytest tests/{FOCUSED_TEST} -k {self.keyword}"
+
+
+STEPS = (
+    Step("5.1", "出站转换", ("pi_course/protocol.py", "pi_course/outbound.py"), "outbound", 1),
+    Step("5.2", "normalized transport 状态机", ("pi_course/adapter.py",), "normalized_transport", 3),
+    Step("5.3", "SSE 与 unknown 边界", ("pi_course/sse.py", "pi_course/transport.py"), "sse", 5),
+    Step("5.4", "fetch transport 与密钥脱敏", ("pi_course/transport.py",), "fetch_transport", 2),
+)
+STEP_NUMBERS = tuple(step.number for step in STEPS)
+CHAPTER_TOTAL = sum(step.expected for step in STEPS)  # 1 + 3 + 5 + 2 = 11
+
+
+def step(number: str) -> Step:
+    """The step called ``number`` ("5.1" … "5.4"); KeyError for any other."""
+    for candidate in STEPS:
+        if candidate.number == number:
+            return candidate
+    raise KeyError(number)

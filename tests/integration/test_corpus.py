@@ -1,0 +1,322 @@
+"""Real providers' recorded streams through the course's reader, at every chunking, in both modes.
+
+``pi_course/provider/recordings/index.json`` is the expectation: for each ``.sse`` file it says
+where the bytes come from and what ``OpenAICompatibleTransport`` + ``OpenAICompatibleModel`` make
+of them with ``strict=True`` (the chapter's reader) and ``strict=False``. The official openai-python
+client reading the same bytes is the oracle for every stream both accept.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai
+import pytest
+from openai.lib.streaming.chat import ChatCompletionStreamState
+
+from pi_course import (
+    AgentContext,
+    AssistantMessage,
+    OpenAICompatibleModel,
+    OpenAICompatibleTransport,
+    TextContent,
+    ToolCall,
+)
+
+pytestmark = pytest.mark.anyio
+
+RECORDINGS_DIR = Path(__file__).parents[2] / "pi_course" / "provider" / "recordings"
+INDEX = json.loads((RECORDINGS_DIR / "index.json").read_text(encoding="utf-8"))
+RECORDINGS: dict[str, dict[str, Any]] = {entry["name"]: entry for entry in INDEX["recordings"]}
+MODES = {"strict": True, "non_strict": False}
+KEY = "sk-corpus-replay"  # long enough that redaction cannot hit ordinary words in error messages
+FIELD = re.compile(r"Invalid provider chunk: (\S+)")
+
+
+def raw(name: str) -> bytes:
+    return (RECORDINGS_DIR / RECORDINGS[name]["file"]).read_bytes()
+
+
+# --- chunkings: a network read carries no protocol meaning ---------------------------------------
+
+
+def whole(data: bytes) -> list[bytes]:
+    return [data]
+
+
+def per_line(data: bytes) -> list[bytes]:
+    return data.splitlines(keepends=True)
+
+
+def random_sizes(data: bytes) -> list[bytes]:
+    rng = random.Random(len(data))  # fixed per recording, so a failure reproduces
+    reads, start = [], 0
+    while start < len(data):
+        size = rng.randint(1, 97)
+        reads.append(data[start : start + size])
+        start += size
+    return reads
+
+
+def one_byte(data: bytes) -> list[bytes]:
+    return [data[i : i + 1] for i in range(len(data))]
+
+
+CHUNKINGS: dict[str, Callable[[bytes], list[bytes]]] = {
+    "whole": whole,
+    "per-line": per_line,
+    "random": random_sizes,
+    "one-byte": one_byte,
+}
+
+
+class Reads(httpx.AsyncByteStream):
+    def __init__(self, reads: list[bytes]) -> None:
+        self.reads = reads
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for read in self.reads:
+            yield read
+
+
+def replaying(reads: list[bytes]) -> httpx.AsyncClient:
+    def respond(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=Reads(reads))
+
+    return httpx.AsyncClient(transport=httpx.MockTransport(respond))
+
+
+async def read_with_pi_course(reads: list[bytes], strict: bool) -> tuple[list[str], AssistantMessage]:
+    async with replaying(reads) as client:
+        transport = OpenAICompatibleTransport(
+            base_url="http://replay.invalid/v1", api_key=KEY, client=client, strict=strict
+        )
+        stream = OpenAICompatibleModel(provider="replay", model="recorded", transport=transport).stream(
+            AgentContext(())
+        )
+        events = [event.type async for event in stream]
+        return events, await stream.result()
+
+
+def outcome(message: AssistantMessage) -> dict[str, Any]:
+    """The same shape as the index's expectations."""
+    text = "".join(block.text for block in message.content if isinstance(block, TextContent))
+    if message.stop_reason in ("stop", "length", "toolUse"):
+        calls = [
+            {"id": call.id, "name": call.name, "arguments": call.raw_arguments}
+            for call in message.content
+            if isinstance(call, ToolCall)
+        ]
+        usage = message.usage
+        return {
+            "outcome": "accepted",
+            "stop_reason": message.stop_reason,
+            "text": text,
+            "tool_calls": calls,
+            "usage": {"input": usage.input, "output": usage.output, "total_tokens": usage.total_tokens},
+        }
+    error = message.error_message or ""
+    named = FIELD.match(error)
+    result: dict[str, Any] = {"outcome": "rejected" if named else "error", "error": error}
+    if named:
+        result["field"] = named.group(1)
+    result["partial_text"] = text
+    return result
+
+
+def without_rule(expected: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in expected.items() if key != "rule"}
+
+
+# --- the index itself ----------------------------------------------------------------------------
+
+
+def test_the_index_lists_every_recording_and_enough_providers() -> None:
+    files = sorted(path.name for path in RECORDINGS_DIR.glob("*.sse"))
+    assert files == sorted(entry["file"] for entry in RECORDINGS.values())
+    providers = {entry["provider"] for entry in RECORDINGS.values()}
+    assert len(RECORDINGS) >= 25 and len(providers) >= 8
+    assert {"OpenAI", "Azure OpenAI", "DeepSeek", "DashScope (Qwen)", "Ollama", "vLLM", "OpenRouter", "Groq",
+            "Mistral"} <= providers  # fmt: skip
+
+
+@pytest.mark.parametrize("name", list(RECORDINGS))
+def test_every_recording_names_its_source_and_how_its_bytes_were_made(name: str) -> None:
+    entry = RECORDINGS[name]
+    source = entry["source"]
+    assert "url" in source or {"repository", "path", "commit"} <= set(source)
+    if "commit" in source:
+        assert re.fullmatch(r"[0-9a-f]{40}", source["commit"])
+    assert entry["bytes"].split(":")[0] in ("verbatim", "re-encoded", "derived"), entry["bytes"]
+    assert entry["exercises"] and set(entry["expected"]) == set(MODES)
+    assert len(raw(name)) < 16_000  # small: long streams are trimmed, and the index says so
+    for expected in entry["expected"].values():
+        if expected["outcome"] != "accepted":
+            assert expected["rule"], "every rejection and error quotes the chapter's rule behind it"
+
+
+# --- replay ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+@pytest.mark.parametrize("name", list(RECORDINGS))
+async def test_replay_at_every_chunking_gives_the_indexed_outcome(name: str, mode: str) -> None:
+    expected = without_rule(RECORDINGS[name]["expected"][mode])
+    data = raw(name)
+    for chunking, split in CHUNKINGS.items():
+        reads = split(data)
+        assert b"".join(reads) == data
+        events, message = await read_with_pi_course(reads, MODES[mode])
+        assert events[0] == "start" and [e in ("done", "error") for e in events].count(True) == 1
+        assert events[-1] == ("done" if expected["outcome"] == "accepted" else "error")
+        assert outcome(message) == expected, f"{name} ({mode}, {chunking} reads)"
+        if expected["outcome"] == "rejected":
+            assert message.error_message.startswith(f"Invalid provider chunk: {expected['field']}")  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("name", list(RECORDINGS))
+def test_strict_false_only_skips_payloads_that_carry_nothing(name: str) -> None:
+    strict, lenient = (RECORDINGS[name]["expected"][mode] for mode in MODES)
+    if strict["outcome"] == "accepted":
+        assert lenient == strict
+    if lenient["outcome"] != "accepted":
+        assert strict["outcome"] != "accepted"
+
+
+# --- what the chapter's rules say, case by case (written by hand, not read from the index) ----------
+
+CHAPTER_RULES: dict[str, dict[str, tuple[str, str]]] = {
+    # 普通流只接受一个 choice: n=3 sends choice 1 and 2 in their own payloads.
+    "openai-n3-choices": {
+        "strict": ("rejected", "choices[0].index"),
+        "non_strict": ("rejected", "choices[0].index"),
+    },
+    # index 必须是非负安全整数: Mistral's whole tool calls have no index at all.
+    "mistral-tool-call": {
+        "strict": ("rejected", "choices[0].delta.tool_calls[0].index"),
+        "non_strict": ("rejected", "choices[0].delta.tool_calls[0].index"),
+    },
+    # typeof content === "string": Magistral streams content as an array of parts.
+    "mistral-thinking": {
+        "strict": ("rejected", "choices[0].delta.content"),
+        "non_strict": ("rejected", "choices[0].delta.content"),
+    },
+    # 空 choices 专门承载尾随 usage: Azure's prompt filter payload carries none; strict=False skips it.
+    "azure-prompt-filter": {"strict": ("rejected", "choices"), "non_strict": ("accepted", "stop")},
+    "azure-async-filter": {"strict": ("rejected", "choices"), "non_strict": ("accepted", "stop")},
+    "openai-moderation": {"strict": ("rejected", "choices"), "non_strict": ("accepted", "stop")},
+    # content_filter is not one of stop/length/tool_calls; its payload has no delta either.
+    "azure-content-filter": {
+        "strict": ("rejected", "choices"),
+        "non_strict": ("rejected", "choices[0].delta"),
+    },
+    # 整个流没有出现结束原因时 … error 终态, keeping the partial.
+    "openai-text-cut": {"strict": ("error", ""), "non_strict": ("error", "")},
+}
+
+
+@pytest.mark.parametrize("name", list(CHAPTER_RULES))
+def test_the_index_agrees_with_the_chapters_rules(name: str) -> None:
+    for mode, (kind, detail) in CHAPTER_RULES[name].items():
+        expected = RECORDINGS[name]["expected"][mode]
+        assert expected["outcome"] == kind, (name, mode)
+        if kind == "rejected":
+            assert expected["field"] == detail
+        elif kind == "accepted":
+            assert expected["stop_reason"] == detail
+
+
+def test_provider_errors_and_refusals_keep_their_text_and_the_partial() -> None:
+    refusal = RECORDINGS["openai-refusal"]["expected"]["strict"]
+    assert (
+        refusal["outcome"] == "error" and "I'm sorry, I can't assist with that request." in refusal["error"]
+    )
+    groq = RECORDINGS["groq-error-after-text"]["expected"]["strict"]
+    assert (groq["error"], groq["partial_text"]) == (
+        "Tool choice is required, but model did not call a tool",
+        "maybe",
+    )
+    cut = RECORDINGS["openai-text-cut"]["expected"]["strict"]
+    assert cut["error"] == "Provider stream ended without a finish chunk" and cut["partial_text"]
+    # The usage payload came before the moderation payload: skipping the latter keeps it.
+    assert RECORDINGS["openai-moderation"]["expected"]["non_strict"]["usage"] == {
+        "input": 13, "output": 11, "total_tokens": 24,
+    }  # fmt: skip
+
+
+def reasoning_of(name: str, field: str) -> str:
+    """Every ``delta.<field>`` string of a recording, joined."""
+    pieces = []
+    for line in raw(name).decode().split("\n"):
+        if line.startswith("data: {"):
+            payload = json.loads(line[6:])
+            for choice in payload.get("choices") or []:
+                piece = (choice.get("delta") or {}).get(field)
+                pieces.append(piece if isinstance(piece, str) else "")
+    return "".join(pieces)
+
+
+@pytest.mark.parametrize(
+    ("name", "field"),
+    [("deepseek-reasoning", "reasoning_content"), ("dashscope-reasoning", "reasoning_content"),
+     ("groq-reasoning", "reasoning"), ("openrouter-reasoning", "reasoning")],
+)  # fmt: skip
+def test_reasoning_fields_are_ignored_not_mixed_into_the_text(name: str, field: str) -> None:
+    thoughts = reasoning_of(name, field)
+    expected = RECORDINGS[name]["expected"]["strict"]
+    assert len(thoughts) > 10 and expected["outcome"] == "accepted" and expected["text"]
+    assert thoughts[:12] not in expected["text"]
+
+
+# --- the oracle -------------------------------------------------------------------------------------
+
+
+async def read_with_openai(data: bytes) -> dict[str, Any]:
+    async with openai.AsyncOpenAI(
+        base_url="http://replay.invalid/v1", api_key="x", http_client=replaying([data]), max_retries=0
+    ) as client:
+        stream = await client.chat.completions.create(model="recorded", messages=[], stream=True)
+        state = ChatCompletionStreamState()
+        async for chunk in stream:
+            state.handle_chunk(chunk)
+    completion = state.current_completion_snapshot
+    [choice] = completion.choices
+    usage = completion.usage
+    stop = {"stop": "stop", "length": "length", "tool_calls": "toolUse"}
+    return {
+        "outcome": "accepted",
+        "stop_reason": stop[choice.finish_reason],
+        "text": choice.message.content or "",
+        "tool_calls": [
+            {"id": call.id, "name": call.function.name, "arguments": call.function.arguments}
+            for call in choice.message.tool_calls or []
+        ],
+        "usage": {"input": 0, "output": 0, "total_tokens": 0}
+        if usage is None
+        else {
+            "input": usage.prompt_tokens,
+            "output": usage.completion_tokens,
+            "total_tokens": usage.total_tokens,
+        },
+    }
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # pydantic warns about Mistral's list content
+@pytest.mark.parametrize("name", list(RECORDINGS))
+async def test_the_openai_client_reads_the_same_bytes_as_the_index_says(name: str) -> None:
+    entry = RECORDINGS[name]
+    ours = entry["expected"]["non_strict"]
+    try:
+        theirs: dict[str, Any] | str = await read_with_openai(raw(name))
+    except Exception as error:  # the oracle's own failures are part of what the index records
+        theirs = f"raises {type(error).__name__}"
+    if entry["openai_client"] == "agrees":
+        assert theirs == ours
+    else:  # the note explains a difference: there must be one
+        assert theirs != ours, entry["openai_client"]

@@ -1,0 +1,396 @@
+"""Integration over real loopback: the embedded provider, pi_course's transport, and oracles.
+
+The official openai-python package is the oracle for the wire format: if its client and its own
+stream accumulator read the local server's bytes the same way pi_course does, both speak it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+
+import httpx
+import openai
+import pytest
+from openai._streaming import SSEDecoder
+from openai.lib.streaming.chat import ChatCompletionStreamState
+from openai.types.chat import ChatCompletionChunk
+
+from pi_course import (
+    AgentContext,
+    AssistantMessage,
+    OpenAICompatibleModel,
+    OpenAICompatibleTransport,
+    TextContent,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    text,
+    user_message,
+)
+from pi_course.chapter.fixtures import READ_TOOL
+from pi_course.provider.connect import connect
+from pi_course.provider.server import (
+    SCRIPTS,
+    LocalProvider,
+    recorded_models,
+    recording_bytes,
+    recordings_index,
+)
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(scope="module")
+def provider() -> Iterator[LocalProvider]:
+    with LocalProvider() as running:
+        yield running
+
+
+def open_connections(provider: LocalProvider) -> int:
+    return len(provider._server.server_state.connections)
+
+
+async def settle(provider: LocalProvider) -> int:
+    for _ in range(100):
+        if open_connections(provider) == 0:
+            break
+        await asyncio.sleep(0.02)
+    return open_connections(provider)
+
+
+async def turn(provider: LocalProvider, model: str, context: AgentContext) -> tuple[list, AssistantMessage]:  # type: ignore[type-arg]
+    async with OpenAICompatibleTransport(base_url=provider.base_url, api_key="local") as transport:
+        llm = OpenAICompatibleModel(provider="local", model=model, transport=transport)
+        stream = llm.stream(context)
+        events = [event async for event in stream]
+        return events, await stream.result()
+
+
+async def test_mainline_end_to_end_over_loopback(provider: LocalProvider) -> None:
+    first = AgentContext((user_message("读取 README.md", timestamp=1),), tools=(READ_TOOL,))
+    events, call_turn = await turn(provider, "mainline", first)
+    assert [(e.type, getattr(e, "delta", None)) for e in events[:3]] == [
+        ("start", None),
+        ("toolcall_delta", '{"path":'),
+        ("toolcall_delta", '"README.md"}'),
+    ]
+    [call] = call_turn.content
+    assert call == ToolCall("call-1", "read", {"path": "README.md"}, '{"path":"README.md"}')
+    assert (call_turn.stop_reason, call_turn.usage) == ("toolUse", Usage(30, 2, 32))
+
+    result = ToolResultMessage("call-1", "read", (text("# Project"),), False, timestamp=2)
+    second = AgentContext((*first.messages, call_turn, result), tools=(READ_TOOL,))
+    _, answer = await turn(provider, "mainline", second)
+    assert answer.content == (TextContent("README.md 的第一行是 # Project。"),)
+    assert answer.stop_reason == "stop"
+    assert await settle(provider) == 0
+
+
+async def test_events_are_delivered_incrementally(provider: LocalProvider) -> None:
+    arrivals: list[float] = []
+    async with OpenAICompatibleTransport(base_url=provider.base_url, api_key="local") as transport:
+        llm = OpenAICompatibleModel(provider="local", model="slow", transport=transport)
+        async for event in llm.stream(AgentContext((user_message("数到五"),))):
+            if event.type == "text_delta":
+                arrivals.append(time.monotonic())
+    # The server pauses 50 ms after each delta: a buffered reply would arrive all at once, an
+    # incremental one spreads over ~200 ms. Margins are wide so a loaded machine cannot flip it.
+    gaps = [b - a for a, b in itertools.pairwise(arrivals)]
+    assert len(arrivals) == 5
+    assert arrivals[-1] - arrivals[0] >= 0.1, gaps
+    assert sum(gap >= 0.025 for gap in gaps) >= 3, gaps
+
+
+FAULTS = {
+    "fault-401": ("error", "Provider returned HTTP 401: Incorrect API key provided.", ()),
+    "fault-429": ("error", "Provider returned HTTP 429: Rate limit reached, retry later.", ()),
+    "fault-500": ("error", "Provider returned HTTP 500: The server had an error.", ()),
+    "fault-stream-error": ("error", "The model is overloaded.", (TextContent("正在"),)),
+    "fault-drop": ("error", "Provider connection broke off", (TextContent("正在"),)),
+    "fault-missing-finish": (
+        "error",
+        "Provider stream ended without a finish chunk",
+        (TextContent("正在读取"),),
+    ),
+    "fault-invalid-chunk": (
+        "error",
+        "Invalid provider chunk: choices[0].delta.content must be a string",
+        (TextContent("正在"),),
+    ),
+}
+
+
+@pytest.mark.parametrize("script", list(FAULTS))
+async def test_every_fault_script_ends_in_one_terminal_error(provider: LocalProvider, script: str) -> None:
+    reason, message, content = FAULTS[script]
+    events, result = await turn(provider, script, AgentContext((user_message("x"),)))
+    assert [e.type for e in events].count("error") == 1 and events[-1].type == "error"
+    assert (events[-1].reason, result.stop_reason) == (reason, reason)
+    assert result.error_message is not None and result.error_message.startswith(message)
+    assert result.content == content
+    assert await settle(provider) == 0
+
+
+def test_every_script_is_listed_and_covered() -> None:
+    assert set(SCRIPTS) == {"mainline", "interleaved-4-2", "interleaved", "slow", *FAULTS}
+
+
+async def test_models_endpoint_lists_scripts(provider: LocalProvider) -> None:
+    async with httpx.AsyncClient() as client:
+        listing = (await client.get(f"{provider.base_url}/models")).json()
+    assert [model["id"] for model in listing["data"]] == [*SCRIPTS, *recorded_models()]
+    assert len(recorded_models()) >= 25 and all(name.startswith("recorded/") for name in recorded_models())
+
+
+async def test_connect_uses_the_environment_or_falls_back_to_the_local_provider() -> None:
+    configured = connect(
+        env={
+            "PI_COURSE_BASE_URL": "https://api.example.invalid/v1",
+            "PI_COURSE_API_KEY": "sk-x",
+            "PI_COURSE_MODEL": "gpt-x",
+        }
+    )
+    assert (configured.provider, configured.model) == ("api.example.invalid", "gpt-x")
+    assert "sk-x" not in repr(configured.transport)
+    await configured.transport.aclose()  # type: ignore[attr-defined]
+    with pytest.raises(ValueError, match="PI_COURSE_MODEL"):
+        connect(env={"PI_COURSE_BASE_URL": "https://api.example.invalid/v1"})
+
+    local = connect(env={})
+    result = await local.stream(AgentContext((user_message("读取 README.md"),))).result()
+    assert (local.provider, local.model, result.stop_reason) == ("pi-course-local", "mainline", "toolUse")
+    await local.transport.aclose()  # type: ignore[attr-defined]
+
+
+# --- oracles ------------------------------------------------------------------------------------
+
+
+async def test_the_official_openai_client_reads_the_local_stream(provider: LocalProvider) -> None:
+    async with openai.AsyncOpenAI(base_url=provider.base_url, api_key="local") as client:
+        stream = await client.chat.completions.create(
+            model="interleaved",  # openai-python's accumulator needs contiguous tool indexes
+            messages=[{"role": "user", "content": "读取 README.md"}],
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+        state = ChatCompletionStreamState()
+        async for chunk in stream:
+            state.handle_chunk(chunk)
+        completion = state.get_final_completion()
+        whole = await client.chat.completions.create(
+            model="interleaved", messages=[{"role": "user", "content": "x"}]
+        )
+    for message in (completion.choices[0].message, whole.choices[0].message):
+        assert message.content == "先读，再查"
+        assert [(c.id, c.function.name, c.function.arguments) for c in message.tool_calls or []] == [
+            ("call-read", "read", '{"path":"README.md"}'),
+            ("call-search", "search", '{"query":"pi"}'),
+        ]
+    assert completion.choices[0].finish_reason == whole.choices[0].finish_reason == "tool_calls"
+    assert completion.usage is not None and completion.usage.total_tokens == 16
+
+
+async def recorded(provider: LocalProvider, model: str) -> bytes:
+    body = {"model": model, "messages": [{"role": "user", "content": "x"}], "stream": True,
+            "stream_options": {"include_usage": True}}  # fmt: skip
+    async with httpx.AsyncClient() as client:
+        response = await client.post(f"{provider.base_url}/chat/completions", json=body)
+    return response.content
+
+
+async def split(raw: bytes, size: int) -> AsyncIterator[bytes]:
+    for start in range(0, len(raw), size):
+        yield raw[start : start + size]
+
+
+@pytest.mark.parametrize("script", ["mainline", "interleaved", "slow"])
+async def test_recorded_bytes_read_the_same_through_pi_course_and_openai_python(
+    provider: LocalProvider, script: str
+) -> None:
+    raw = await recorded(provider, script)
+    state = ChatCompletionStreamState()
+    async for sse in SSEDecoder().aiter_bytes(split(raw, 7)):
+        if sse.data != "[DONE]":
+            state.handle_chunk(ChatCompletionChunk.model_validate(sse.json()))
+    oracle = state.get_final_completion()
+    choice = oracle.choices[0]
+
+    def replay(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=_Pieces(raw, 7))
+
+    client = httpx.AsyncClient(transport=httpx.MockTransport(replay))
+    transport = OpenAICompatibleTransport(base_url="http://replay.invalid/v1", api_key="k", client=client)
+    ours = (
+        await OpenAICompatibleModel(provider="p", model=script, transport=transport)
+        .stream(AgentContext(()))
+        .result()
+    )
+
+    texts = [block.text for block in ours.content if isinstance(block, TextContent)]
+    calls = [(c.id, c.name, c.raw_arguments) for c in ours.content if isinstance(c, ToolCall)]
+    assert "".join(texts) == (choice.message.content or "")
+    assert calls == [(c.id, c.function.name, c.function.arguments) for c in choice.message.tool_calls or []]
+    assert {"tool_calls": "toolUse", "stop": "stop", "length": "length"}[
+        choice.finish_reason
+    ] == ours.stop_reason
+    assert oracle.usage is not None
+    assert ours.usage == Usage(
+        oracle.usage.prompt_tokens, oracle.usage.completion_tokens, oracle.usage.total_tokens
+    )
+
+
+class _Pieces(httpx.AsyncByteStream):
+    def __init__(self, raw: bytes, size: int) -> None:
+        self.raw, self.size = raw, size
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for piece in split(self.raw, self.size):
+            yield piece
+
+
+# --- the real command ---------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def test_serve_command_speaks_to_the_chat_command() -> None:
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "pi_course", "serve", "--port", str(port)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    try:
+        async with httpx.AsyncClient() as client:
+            for _ in range(200):
+                try:
+                    await client.get(f"http://127.0.0.1:{port}/v1/models")
+                    break
+                except httpx.TransportError:
+                    await asyncio.sleep(0.05)
+        env = {
+            **os.environ,
+            "PI_COURSE_BASE_URL": f"http://127.0.0.1:{port}/v1",
+            "PI_COURSE_MODEL": "mainline",
+        }
+        chat = subprocess.run(
+            [sys.executable, "-m", "pi_course", "chat", "读取 README.md"],
+            env=env, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    assert chat.returncode == 0, chat.stderr
+    assert chat.stdout.splitlines() == [
+        "start",
+        "toolcall_delta #0 '{\"path\":'",
+        "toolcall_delta #0 '\"README.md\"}'",
+        'toolcall_end   #0 read({"path":"README.md"}) id=call-1',
+        "done           toolUse (tokens in 30, out 2)",
+    ]
+
+
+async def test_the_4_2_diagnostic_over_loopback_orders_content_by_first_appearance(
+    provider: LocalProvider,
+) -> None:
+    events, result = await turn(provider, "interleaved-4-2", AgentContext((user_message("x"),)))
+    assert [(e.type, e.content_index) for e in events if e.type.endswith("_delta")][:3] == [
+        ("toolcall_delta", 0),
+        ("text_delta", 1),
+        ("toolcall_delta", 2),
+    ]
+    assert [getattr(block, "id", "text") for block in result.content] == ["call-read", "text", "call-search"]
+
+
+@pytest.mark.parametrize("script", ["fault-drop", "fault-stream-error", "fault-401"])
+async def test_non_streaming_requests_for_failing_scripts_are_http_errors(
+    provider: LocalProvider, script: str
+) -> None:
+    async with httpx.AsyncClient() as client:
+        response = await client.post(
+            f"{provider.base_url}/chat/completions", json={"model": script, "messages": []}
+        )
+    assert response.status_code in (401, 500)
+    assert isinstance(response.json()["error"]["message"], str)
+
+
+# --- recorded streams from real providers ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["openai-parallel-tool-calls", "azure-async-filter", "openrouter-reasoning"])
+async def test_a_recorded_stream_is_replayed_byte_for_byte(provider: LocalProvider, name: str) -> None:
+    body = {"model": f"recorded/{name}", "messages": [], "stream": True}
+    async with httpx.AsyncClient() as client:
+        response = await client.post(f"{provider.base_url}/chat/completions", json=body)
+    assert response.headers["content-type"].startswith("text/event-stream")
+    assert response.content == recording_bytes(name)
+
+
+@pytest.mark.parametrize(("name", "strict"), [("azure-prompt-filter", True), ("azure-prompt-filter", False),
+                                              ("vllm-tool-call", True), ("groq-error-after-text", True)])  # fmt: skip
+async def test_recorded_streams_read_over_loopback_as_the_index_says(
+    provider: LocalProvider, name: str, strict: bool
+) -> None:
+    expected = recordings_index()[name]["expected"]["strict" if strict else "non_strict"]
+    transport = OpenAICompatibleTransport(base_url=provider.base_url, api_key="local", strict=strict)
+    async with transport:
+        llm = OpenAICompatibleModel(provider="local", model=f"recorded/{name}", transport=transport)
+        result = await llm.stream(AgentContext((user_message("x"),))).result()
+    if expected["outcome"] == "accepted":
+        assert result.stop_reason == expected["stop_reason"]
+        assert "".join(b.text for b in result.content if isinstance(b, TextContent)) == expected["text"]
+    else:
+        assert (result.stop_reason, result.error_message) == ("error", expected["error"])
+    assert await settle(provider) == 0
+
+
+async def test_recorded_models_need_streaming_and_an_existing_name(provider: LocalProvider) -> None:
+    async with httpx.AsyncClient() as client:
+        whole = await client.post(
+            f"{provider.base_url}/chat/completions", json={"model": "recorded/openai-text", "messages": []}
+        )
+        missing = await client.post(
+            f"{provider.base_url}/chat/completions",
+            json={"model": "recorded/no-such-stream", "messages": [], "stream": True},
+        )
+    assert whole.status_code == 400 and "stream: true" in whole.json()["error"]["message"]
+    assert missing.status_code == 404 and "no-such-stream" in missing.json()["error"]["message"]
+
+
+async def test_an_unknown_model_is_a_404_naming_it_as_a_real_provider_answers(
+    provider: LocalProvider,
+) -> None:
+    messages = [{"role": "user", "content": "x"}]
+    async with httpx.AsyncClient() as client:
+        for stream in (True, False):
+            response = await client.post(
+                f"{provider.base_url}/chat/completions",
+                json={"model": "nope", "messages": messages, "stream": stream},
+            )
+            assert response.status_code == 404
+            error = response.json()["error"]
+            assert (error["type"], error["code"]) == ("invalid_request_error", "model_not_found")
+            assert error["message"].startswith(
+                "The model `nope` does not exist. Available models: mainline, "
+            )
+            assert all(name in error["message"] for name in SCRIPTS) and "recorded/<name>" in error["message"]
+    # The official client sees OpenAI's own error; pi_course ends the turn in one error event.
+    async with openai.AsyncOpenAI(base_url=provider.base_url, api_key="local") as oai:
+        with pytest.raises(openai.NotFoundError) as raised:
+            await oai.chat.completions.create(model="nope", messages=messages)  # type: ignore[arg-type]
+    assert raised.value.code == "model_not_found"
+    events, result = await turn(provider, "nope", AgentContext((user_message("x"),)))
+    assert [e.type for e in events] == ["start", "error"]
+    assert (result.error_message or "").startswith(
+        "Provider returned HTTP 404: The model `nope` does not exist."
+    )

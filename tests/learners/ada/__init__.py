@@ -1,3 +1,0 @@
-from .types import ToolDefinition as ToolDefinition
-
-__all__.append("ToolDefinition")  # noqa: F821

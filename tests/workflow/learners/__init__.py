@@ -1,0 +1,102 @@
+"""Learner solutions written from the chapter text, kept as test data (not package code).
+
+Each folder is one learner. Its files are named like the lesson modules (``protocol.py``,
+``outbound.py``, ``adapter.py``, ``sse.py``, ``transport.py``, ``__init__.py``) and hold only what
+that learner wrote, applied to a fresh practice copy the way a learner edits the starter:
+
+* a top-level function named like a stub of the starter (a function whose body is the
+  starter's ``raise NotImplementedError("Lab …")`` or ``# starter: Lab …`` line, method or
+  not) gives that stub its body; the starter's signature and docstring stay;
+* a top-level class named like one of the starter's top-level classes replaces it;
+* everything else (imports, helpers, constants) is appended to the module.
+
+So a learner's code keeps working when the reference's given code changes; only a renamed or
+removed stub breaks it. :func:`mistake` derives a typical mistake from a learner's code by a
+textual replacement that must match exactly once.
+"""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from pathlib import Path
+
+LEARNERS = Path(__file__).parent
+NAMES = tuple(
+    sorted(path.name for path in LEARNERS.iterdir() if path.is_dir() and not path.name.startswith("_"))
+)
+STUB_MARKERS = ('raise NotImplementedError("Lab ', "# starter: Lab ")
+
+
+def _span(node: ast.stmt) -> tuple[int, int]:
+    """0-based first line (decorators included) and end line (exclusive) of a statement."""
+    decorators = getattr(node, "decorator_list", [])
+    first = min([node.lineno, *(d.lineno for d in decorators)])
+    assert node.end_lineno is not None
+    return first - 1, node.end_lineno
+
+
+def _body(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.stmt]:
+    body = node.body
+    has_docstring = isinstance(body[0], ast.Expr) and isinstance(
+        getattr(body[0], "value", None), ast.Constant
+    )
+    return body[1:] if has_docstring and len(body) > 1 else body
+
+
+def merge(starter: str, learner: str) -> str:
+    """The starter module with the learner's code applied (see the module docstring)."""
+    lines = starter.splitlines(keepends=True)
+    tree = ast.parse(starter)
+    stubs: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            start, end = _span(node)
+            if any(marker in "".join(lines[start:end]) for marker in STUB_MARKERS):
+                stubs.setdefault(node.name, []).append(node)
+    classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
+
+    own = learner.splitlines(keepends=True)
+    replacements: list[tuple[int, int, str]] = []
+    appended: list[str] = []
+    for node in ast.parse(learner).body:
+        start, end = _span(node)
+        source = "".join(own[start:end])
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in stubs:
+            [target] = stubs.pop(node.name)  # a learner's body for a name that is two stubs is ambiguous
+            body = _body(node)
+            text = textwrap.dedent("".join(own[body[0].lineno - 1 : node.end_lineno]))
+            indent = " " * _body(target)[0].col_offset
+            target_body = _body(target)
+            replacements.append(
+                (target_body[0].lineno - 1, target.end_lineno or 0, textwrap.indent(text, indent))
+            )
+        elif isinstance(node, ast.ClassDef) and node.name in classes:
+            replacements.append((*_span(classes[node.name]), source))
+        elif isinstance(node, ast.ImportFrom) and node.module == "__future__":
+            continue
+        else:
+            appended.append(source)
+    for start, end, text in sorted(replacements, reverse=True):
+        lines[start:end] = [text]
+    merged = "".join(lines)
+    if appended:
+        merged += "\n\n# --- the learner's own helpers and imports\n\n" + "\n\n".join(appended)
+    return merged
+
+
+def apply(copy: Path, learner: str) -> None:
+    """Write learner ``learner``'s code into the practice copy at ``copy``."""
+    for path in sorted((LEARNERS / learner).glob("*.py")):
+        target = copy / "pi_course" / path.name
+        target.write_text(
+            merge(target.read_text(encoding="utf-8"), path.read_text(encoding="utf-8")), encoding="utf-8"
+        )
+
+
+def mistake(copy: Path, module: str, correct: str, wrong: str) -> None:
+    """Turn the learner's ``correct`` text in ``pi_course/<module>`` into ``wrong`` (exactly once)."""
+    target = copy / "pi_course" / module
+    source = target.read_text(encoding="utf-8")
+    assert source.count(correct) == 1, f"{correct!r} occurs {source.count(correct)} times in {module}"
+    target.write_text(source.replace(correct, wrong), encoding="utf-8")

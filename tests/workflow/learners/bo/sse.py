@@ -1,0 +1,132 @@
+from __future__ import annotations
+
+import math
+
+from .adapter import FinishChunk, TextChunk, ToolChunk
+from .given import check_event_size, provider_error_message
+from .protocol import Usage
+
+USAGE_FIELDS = {"prompt_tokens": "input", "completion_tokens": "output", "total_tokens": "total_tokens"}
+
+
+def feed(self, chunk, *, final=False):
+    lines = (self._buffer + self._text.decode(chunk, final=final)).split("\n")
+    self._buffer = lines.pop()  # the last piece has no "\n" yet: it is still arriving
+    dispatched = []
+    for line in lines:
+        if line:
+            self._fields.add(line, self._data)
+            continue
+        event = self._fields.dispatch(self._data)
+        self._data = []
+        if event:
+            dispatched.append(event)
+    check_event_size(self._buffer, self._data, self.max_event_size)
+    return dispatched
+
+
+def _record(value, path):
+    if isinstance(value, dict):
+        return value
+    raise InvalidProviderChunk(path + " must be an object")  # noqa: F821
+
+
+def _string(value, path):
+    if value is None or isinstance(value, str):
+        return value
+    raise InvalidProviderChunk(path + " must be a string")  # noqa: F821
+
+
+def _token_count(value, path):
+    ok = (
+        not isinstance(value, bool)
+        and isinstance(value, int | float)
+        and math.isfinite(value)
+        and value == int(value)
+        and 0 <= value <= MAX_SAFE_INTEGER  # noqa: F821
+    )
+    if not ok:
+        raise InvalidProviderChunk(path + " must be a non-negative safe integer")  # noqa: F821
+    return int(value)
+
+
+def _usage(value):
+    if value is None:
+        return None
+    usage = _record(value, "usage")
+    return {
+        ours: _token_count(usage[theirs], "usage." + theirs)
+        for theirs, ours in USAGE_FIELDS.items()
+        if usage.get(theirs) is not None
+    }
+
+
+def _finish_reason(value):
+    if value is not None and value not in ("stop", "length", "tool_calls"):
+        raise InvalidProviderChunk(f"choices[0].finish_reason {value!r} is not stop, length or tool_calls")  # noqa: F821
+    return value
+
+
+def _tool_chunk(item, path):
+    item = _record(item, path)
+    index = _token_count(item.get("index"), path + ".index")
+    call_id = _string(item.get("id"), path + ".id")
+    function = _record(item.get("function") or {}, path + ".function")
+    name = _string(function.get("name"), path + ".function.name")
+    arguments = _string(function.get("arguments"), path + ".function.arguments")
+    return ToolChunk(index=index, id=call_id, name=name, arguments_delta=arguments)
+
+
+def parse_payload(raw, *, strict=True):
+    raw = _record(raw, "payload")
+    if "error" in raw and raw["error"] is not None:
+        raise ProviderError(provider_error_message(raw["error"]))  # noqa: F821
+    if not isinstance(raw.get("choices"), list):
+        raise InvalidProviderChunk("choices must be an array")  # noqa: F821
+    choices = raw["choices"]
+    usage = _usage(raw.get("usage"))
+    nothing = PayloadParts([], None, usage)  # noqa: F821
+    if not choices:
+        if strict and usage is None:
+            raise InvalidProviderChunk("choices is empty without usage")  # noqa: F821
+        return nothing
+    if len(choices) != 1:
+        raise InvalidProviderChunk("choices must have exactly one element")  # noqa: F821
+    choice = _record(choices[0], "choices[0]")
+    if choice.get("index", 0) != 0:
+        _token_count(choice["index"], "choices[0].index")
+        raise InvalidProviderChunk("choices[0].index must be 0")  # noqa: F821
+    reason = _finish_reason(choice.get("finish_reason"))
+    if "delta" not in choice or choice["delta"] is None:
+        if reason is None:
+            if strict:
+                raise InvalidProviderChunk("choices[0].delta must be an object")  # noqa: F821
+            return nothing
+        return PayloadParts([], reason, usage)  # noqa: F821
+    delta = _record(choice["delta"], "choices[0].delta")
+    text = _string(delta.get("content"), "choices[0].delta.content")
+    calls = delta.get("tool_calls")
+    if calls is not None and not isinstance(calls, list):
+        raise InvalidProviderChunk("choices[0].delta.tool_calls must be an array")  # noqa: F821
+    chunks = [TextChunk(text)] if text else []
+    chunks += [_tool_chunk(call, f"choices[0].delta.tool_calls[{i}]") for i, call in enumerate(calls or [])]
+    return PayloadParts(chunks, reason, usage, _string(delta.get("refusal"), "choices[0].delta.refusal"))  # noqa: F821
+
+
+async def iter_provider_chunks(events, *, strict=True):
+    reason = None
+    usage = None
+    async for event in events:
+        data = event.data
+        if data.strip() == "[DONE]":
+            break
+        parts = parse_payload(parse_json(data), strict=strict)  # noqa: F821
+        if parts.refusal:
+            raise ProviderRefusal(parts.refusal)  # noqa: F821
+        for chunk in parts.chunks:
+            yield chunk
+        reason = parts.finish_reason or reason
+        if parts.usage is not None:
+            usage = dict(usage or {}) | parts.usage
+    if reason:
+        yield FinishChunk(reason, Usage(**usage) if usage is not None else None)

@@ -1,0 +1,193 @@
+"""Learner solutions written from the chapter (tests/workflow/learners/) and their typical mistakes.
+
+Each learner's code goes into a fresh practice copy; ``check`` must then give 11/11, pass the
+beyond-the-chapter checks and exit 0, and the completed copy's notebooks must run under
+``--nbval-lax``. Each typical mistake must end ``check`` within its bounds with the one line
+that names it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from learners import NAMES, apply, mistake
+
+from pi_course.course import checkpoint
+
+ROOT = Path(__file__).parents[2]
+COURSE_LINES = [
+    "出站转换：1/1 通过",
+    "normalized transport 状态机：3/3 通过",
+    "SSE 与 unknown 边界：5/5 通过",
+    "fetch transport 与密钥脱敏：2/2 通过",
+    "第 05 章聚焦测试：11/11",
+]
+
+
+def run(args: list[str], cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+@pytest.fixture(scope="module")
+def starter(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One practice copy at the chapter's start; each test works on a copy of it."""
+    copy = tmp_path_factory.mktemp("starter") / "lab"
+    result = run(["-m", "pi_course", "practice", "05", str(copy)], ROOT)
+    assert result.returncode == 0, result.stderr
+    return copy
+
+
+def learner_copy(starter: Path, into: Path, learner: str) -> Path:
+    copy = into / learner
+    shutil.copytree(starter, copy)
+    apply(copy, learner)
+    return copy
+
+
+def check(
+    copy: Path, *args: str, bound: float | None = None
+) -> tuple[subprocess.CompletedProcess[str], float]:
+    env = dict(os.environ)
+    if bound is not None:
+        env["PI_COURSE_TEST_TIMEOUT"] = f"{bound:g}"
+    started = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, "-m", "pi_course", "check", "05", *args],
+        cwd=copy, env=env, capture_output=True, text=True, timeout=checkpoint.RUN_TIMEOUT + 30, check=False,
+    )  # fmt: skip
+    return result, time.monotonic() - started
+
+
+@pytest.mark.parametrize("learner", NAMES)
+def test_learner_passes_the_course_and_the_beyond_checks(starter: Path, tmp_path: Path, learner: str) -> None:
+    copy = learner_copy(starter, tmp_path, learner)
+    result, _ = check(copy)
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[:5] == COURSE_LINES
+    passed, total = re.fullmatch(r"本章之外的检查：(\d+)/(\d+)", lines[5]).groups()  # type: ignore[union-attr]
+    assert passed == total and int(total) >= 5
+    assert result.stderr == ""
+
+
+def test_a_completed_copys_notebooks_run_under_nbval_lax(starter: Path, tmp_path: Path) -> None:
+    copy = learner_copy(starter, tmp_path, NAMES[-1])
+    result = run(
+        ["-m", "pytest", "-q", "--nbval-lax", "--nbval-current-env", "-p", "no:cacheprovider", "-p", "no:randomly",
+         "notebooks"],
+        copy, timeout=600,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout[-4000:]
+    assert re.search(r"\b\d+ passed\b", result.stdout)
+
+
+# Each typical mistake: (learner, module, the learner's text, the mistaken text, lines check must print).
+MISTAKES = {
+    "one-read-taken-as-events": (
+        "bo", "sse.py",
+        "self._buffer = lines.pop()",
+        'self._buffer = ""  # every read taken as whole lines',
+        ["  ✗ test_sse_interleaved_tool_arguments_are_recovered_by_index_with_trailing_usage — 下一步：看 "
+         "pi_course/sse.py 的 SSEDecoder.feed()：行缓冲——测试发出的每条 data 都是完整、合法的 JSON",
+         "      你的代码发出了 error 事件，error_message：'Invalid provider chunk: data is not valid JSON'",
+         # One cause behind all five: said once.
+         "  ✗ test_sse_missing_finish_keeps_partial_and_ends_in_error — 下一步：同上",
+         "  ✗ test_sse_abort_during_a_blocked_read_ends_aborted_and_closes_the_response — 下一步：同上",
+         "  ✗ test_sse_invalid_chunk_ends_in_error_naming_the_problem — 下一步：同上",
+         "  ✗ test_sse_unknown_finish_reason_is_an_error_that_names_finish_reason — 下一步：同上"],
+    ),
+    "infinite-loop-in-feed": (
+        "ada", "sse.py",
+        "start = end + 1",
+        "start = end  # the same line again, forever",
+        ["测试提前停止：一项测试停在一个从不 await 的循环里，其余测试不再运行",
+         "  ✗ test_sse_interleaved_tool_arguments_are_recovered_by_index_with_trailing_usage — 下一步：看 "
+         "pi_course/sse.py 的 SSEDecoder.feed()：第 ",
+         "      超过 2 秒没有结束：一个从不 await 的循环没有结束",
+         "      停在 pi_course/sse.py:"],
+    ),
+    "read-not-raced-with-abort": (
+        "ada", "transport.py",
+        "yield race.iterate(response.aiter_bytes())",
+        "yield response.aiter_bytes()",
+        ["  ✗ test_sse_abort_during_a_blocked_read_ends_aborted_and_closes_the_response — 下一步：看 "
+         "pi_course/transport.py 的 _reads()",
+         "      超过 2 秒没有结束：被阻塞的读取没有被 abort 信号打断"],
+    ),
+    "chunk-index-as-content-index": (
+        "ada", "adapter.py",
+        '"slot": len(self.content)}',
+        '"slot": chunk.index}',
+        ["  ✗ test_normalized_transport_orders_content_by_first_appearance_with_tool_index_4_2 — 下一步：看 "
+         "pi_course/adapter.py 的 _events()：content 槽位",
+         "      实际 [0]：('error', None, None)",
+         "      期望 [0]：('toolcall_delta', 0, '{\"path\":')",
+         "      你的代码发出了 error 事件，error_message：'list assignment index out of range'"],
+    ),
+    "partial-not-cloned": (
+        "ada", "adapter.py",
+        "self.streaming.with_content(tuple(self.content))",
+        "self.streaming.with_content(self.content)",
+        ["  ✗ test_normalized_transport_orders_content_by_first_appearance_with_tool_index_4_2 — 下一步：看 "
+         "pi_course/adapter.py 的 _events()：content 槽位",
+         "      实际 [0]：[ToolCall(id='call-read'",
+         "      期望 [0]：()",
+         "      （类型不同：实际是 list，期望是 tuple）"],
+    ),
+    "key-kept-in-context": (
+        "ada", "transport.py",
+        "failure = ProviderTransportError(self._key.redact(str(error) or type(error).__name__))",
+        "raise ProviderTransportError(self._key.redact(str(error) or type(error).__name__)) from None",
+        ["第 05 章聚焦测试：11/11",
+         "  ✗ 密钥不在错误、错误链（__context__、__cause__）或 traceback 里（http-status）"
+         "（test_key_stays_out_of_every_error_chain[http-status]）— 下一步：pi_course/transport.py 的 stream()",
+         "      密钥仍在：链上的 ConnectError（__context__/__cause__）：'proxy refused Bearer «密钥»'"],
+    ),
+    "starter-url": (
+        "bo", "transport.py",
+        'while base_url.endswith("/"):',
+        'while base_url.endswith("/") and False:',
+        ["  ✗ test_fetch_transport_sends_the_exact_request — 下一步：看 pi_course/transport.py 的 chat_completions_url()",
+         "      实际：'https://provider.invalid/v1//chat/completions'",
+         "      期望：'https://provider.invalid/v1/chat/completions'"],
+    ),
+}  # fmt: skip
+
+# What check must not print for a mistake: hints that blame code the mistake is not in.
+MISLEADING = {
+    "one-read-taken-as-events": ["AbortRace", "_finish_reason()", "parse_payload() 与 _record()"],
+    "infinite-loop-in-feed": ["AbortRace", "被阻塞的读取", "  ✗ test_sse_missing_finish"],
+    "read-not-raced-with-abort": ["yield", "race.iterate("],
+}
+# Mistakes that must hang: a short time bound, and a limit on the whole check.
+HANGS = {"read-not-raced-with-abort": 2.0, "infinite-loop-in-feed": 2.0}
+SECONDS = {"infinite-loop-in-feed": 3 * (2 + 2)}  # stopped at the first loop, not after three
+
+
+@pytest.mark.parametrize("name", MISTAKES)
+def test_a_typical_mistake_ends_check_within_its_bound_with_the_decisive_line(
+    starter: Path, tmp_path: Path, name: str
+) -> None:
+    learner, module, correct, wrong, expected = MISTAKES[name]
+    copy = learner_copy(starter, tmp_path, learner)
+    mistake(copy, module, correct, wrong)
+    # The beyond checks only where the mistake is one; a shorter time bound where a test must hang.
+    flags = () if name == "key-kept-in-context" else ("--course-only",)
+    result, seconds = check(copy, *flags, bound=HANGS.get(name))
+    assert result.returncode == 1, result.stdout
+    assert seconds < SECONDS.get(name, checkpoint.RUN_TIMEOUT), f"{seconds:.1f} s"
+    assert "Traceback" not in result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    for line in expected:
+        assert any(printed.startswith(line) for printed in lines), f"{line!r} not in:\n{result.stdout}"
+    for text in MISLEADING.get(name, ()):
+        assert text not in result.stdout, f"{text!r} in:\n{result.stdout}"
