@@ -2,7 +2,7 @@
 
 Three layers, each testable alone: :class:`SSEDecoder` is the line buffer (a network read carries
 no protocol meaning; a blank line ends an event), :func:`parse_payload` narrows one ``unknown``
-JSON payload field by field, and :func:`iter_provider_chunks` merges the finish reason with the
+JSON payload field by field, and :func:`read_provider_chunks` merges the finish reason with the
 trailing usage into one finish chunk. The event-stream rules the chapter takes for granted
 (UTF-8 across reads, BOM, every line ending, ``event``/``id``/comment lines, a size bound) are
 given code in :mod:`pi_course.given`.

@@ -370,7 +370,7 @@ CHECKPOINT_05 = """Checkpoint 05 · 接入 OpenAI-compatible Provider
   pi_course/protocol.py      5.1  ToolDefinition、AgentContext.tools（并在 __init__.py 导出）
   pi_course/outbound.py   5.1  to_provider_messages()、to_provider_tools()
   pi_course/adapter.py    5.2  fixed_transport()、OpenAICompatibleModel.stream()
-  pi_course/sse.py        5.3  SSEDecoder.feed()、parse_payload() 与校验函数、iter_provider_chunks()
+  pi_course/sse.py        5.3  SSEDecoder.feed()、parse_payload() 与校验函数、read_provider_chunks()
   pi_course/transport.py       5.3  stream()、_reads()：读取响应与取消（5 项 SSE 测试都经过它们）
                           5.4  chat_completions_url()、_headers()、request_body()、_Secret.redact()
 聚焦测试：tests/test_05_provider_adapter.py
