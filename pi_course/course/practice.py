@@ -23,7 +23,7 @@ from collections.abc import Collection
 from pathlib import Path
 
 from ..chapter.steps import BEYOND_TEST, FOCUSED_TEST, STEPS
-from .checkpoint import PACKAGE, course_root
+from .locate import PACKAGE, course_root
 
 TEACHING_FILES = ("protocol.py", "outbound.py", "adapter.py", "sse.py", "transport.py")
 _BEGIN = re.compile(
