@@ -2,7 +2,7 @@
 
 The summary is derived, not written: the steps, their files and focused-test counts come from
 :mod:`pi_course.chapter.steps`, and what each step writes in each file (the functions and
-classes holding its ``# BEGIN LAB 5.x`` regions) from the LAB-marked reference sources.
+classes holding its marked regions) from the LAB-marked reference sources.
 """
 
 from __future__ import annotations
@@ -15,12 +15,10 @@ from pathlib import Path
 
 from ..chapter.steps import FOCUSED_TEST, STEPS, Step
 from .locate import find_course_tree, is_practice_copy
-from .practice import DIFF_FILES, TARGET_FOLDER, PracticeError, reference_sources, target_diff
+from .practice import DIFF_FILES, TARGET_FOLDER, PracticeError, lab_regions, reference_sources, target_diff
 
 EXIT_USAGE = 2
 
-_BEGIN = re.compile(r"^\s*# BEGIN LAB (?P<step>\d\.\d)")
-_END = re.compile(r"^\s*# END LAB ")
 _NAME = re.compile(r"\b[A-Za-z_]\w*\b")
 
 
@@ -50,15 +48,7 @@ def lab_names(source: str) -> dict[str, list[str]]:
     lines = source.splitlines()
     definitions = _definitions(ast.parse(source))
     names: dict[str, list[str]] = {}
-    begin: tuple[int, str] | None = None
-    for number, line in enumerate(lines, start=1):
-        if (found := _BEGIN.match(line)) is not None:
-            begin = (number, found["step"])
-            continue
-        if begin is None or not _END.match(line):
-            continue
-        first, step = begin
-        begin = None
+    for step, first, number in lab_regions(source):
         region = "\n".join(lines[first : number - 1])
         around = [d for d in definitions if d[0] < first < d[1]]
         if around:

@@ -68,6 +68,19 @@ def make_starter(source: str, steps: Collection[str] | None = None) -> str:
     return "".join(out)
 
 
+def lab_regions(source: str) -> list[tuple[str, int, int]]:
+    """Each marked region of a reference module: (step, its BEGIN line, its END line), 1-based."""
+    regions: list[tuple[str, int, int]] = []
+    begin: tuple[str, int] | None = None
+    for number, line in enumerate(source.splitlines(), start=1):
+        if (found := _BEGIN.match(line)) is not None:
+            begin = (found["step"], number)
+        elif begin is not None and _END.match(line):
+            regions.append((*begin, number))
+            begin = None
+    return regions
+
+
 def _replacement(begin: re.Match[str], region: list[str]) -> list[str]:
     indent, step = begin["indent"], begin["step"]
     if begin["remove"]:
