@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NEEDS_311 := import sys; sys.exit(sys.version_info < (3, 11))
 
-.PHONY: lab test lint unit nbval notebooks bench browser clean python-ok
+.PHONY: lab test lint unit nbval notebooks bench browser lite lite-test clean python-ok
 
 # Runs before every target that uses the venv (order-only: it never forces a reinstall). A .venv
 # made by an older Python, or one whose Python is gone, would otherwise fail later in pip.
@@ -57,6 +57,14 @@ bench: $(STAMP)
 
 browser: $(STAMP)
 	$(BIN)/python -m pytest -q -m browser tests
+
+# The offline JupyterLite edition (tools/build_lite.py finds a Python >= 3.12 for the build venv).
+lite: $(STAMP)
+	$(BIN)/python tools/build_lite.py
+
+# Builds the site, then drives it in Chromium with every host but loopback unresolvable.
+lite-test: lite
+	$(BIN)/python -m pytest -q -m lite -p no:randomly tests/browser/test_lite.py
 
 clean:
 	rm -rf $(VENV) build .pytest_cache .mypy_cache .ruff_cache
