@@ -135,7 +135,8 @@ class InProcessTransport(httpx.AsyncBaseTransport):
 
         task = asyncio.ensure_future(run())
         try:
-            await asyncio.wait([started, task], return_when=asyncio.FIRST_COMPLETED)
+            waiters: list[asyncio.Future[Any]] = [started, task]
+            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
             status, headers = await started
         except BaseException:
             await _stop(task)
