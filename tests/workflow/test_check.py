@@ -101,6 +101,7 @@ FOCUSED_NONE = {"5.1": [0, 1], "5.2": [0, 3], "5.3": [0, 5], "5.4": [0, 2]}
 # --- the verdict --------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_fresh_copy_gives_the_first_red_light_as_its_verdict(new_practice: Path) -> None:
     result = cli("check", "05", cwd=new_practice)
     assert result.returncode == 1
@@ -108,6 +109,7 @@ def test_fresh_copy_gives_the_first_red_light_as_its_verdict(new_practice: Path)
     assert result.stderr == ""
 
 
+@pytest.mark.slow
 def test_the_reference_is_checked_only_when_asked_and_then_it_is_done(tmp_path: Path) -> None:
     result = cli("check", "05", "--reference", cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -122,6 +124,7 @@ def test_the_reference_is_checked_only_when_asked_and_then_it_is_done(tmp_path: 
     assert lines[-1] == "第 05 章：完成"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["outside", "the reference clone"])
 def test_outside_a_practice_copy_check_refuses_in_one_line(tmp_path: Path, where: str) -> None:
     cwd = tmp_path if where == "outside" else ROOT
@@ -131,6 +134,7 @@ def test_outside_a_practice_copy_check_refuses_in_one_line(tmp_path: Path, where
     assert "不在练习副本里" in line and "--path" in line and "--reference" in line
 
 
+@pytest.mark.slow
 def test_reference_from_a_copys_own_command_line_is_refused(new_practice: Path) -> None:
     # Inside a copy, `python -m pi_course` is the copy's own package: it is no reference.
     result = cli("check", "05", "--reference", cwd=new_practice)
@@ -138,6 +142,7 @@ def test_reference_from_a_copys_own_command_line_is_refused(new_practice: Path) 
     assert len(result.stderr.splitlines()) == 1 and "不是参考实现" in result.stderr
 
 
+@pytest.mark.slow
 def test_course_only_runs_the_eleven_alone_and_verbose_prints_pytests_report_first(tmp_path: Path) -> None:
     result = cli("check", "05", "--reference", "-v", "--course-only", cwd=tmp_path)
     assert result.returncode == 0
@@ -146,6 +151,7 @@ def test_course_only_runs_the_eleven_alone_and_verbose_prints_pytests_report_fir
     assert result.stdout.splitlines()[-6:] == [*COURSE_LINES, "第 05 章聚焦测试：完成"]
 
 
+@pytest.mark.slow
 def test_python_check_runs_the_course_alone(capsys: pytest.CaptureFixture[str]) -> None:
     assert check()  # what a notebook's checkpoint cell calls
     assert capsys.readouterr().out.splitlines() == [*COURSE_LINES, "第 05 章聚焦测试：完成"]
@@ -153,6 +159,7 @@ def test_python_check_runs_the_course_alone(capsys: pytest.CaptureFixture[str]) 
     assert capsys.readouterr().out.splitlines() == [COURSE_LINES[1], "实践 5.2：完成"]
 
 
+@pytest.mark.slow
 def test_half_way_the_beyond_checks_wait_for_their_steps(new_practice: Path) -> None:
     """5.1 and 5.2 written, 5.3 and 5.4 still stubs: no beyond check is ✓, and the verdict names 5.3."""
     learner_steps(new_practice, ("__init__.py", "protocol.py", "outbound.py", "adapter.py"))
@@ -216,6 +223,7 @@ def test_the_key_hint_says_raise_from_none_is_no_fix() -> None:
 # --- which tree -----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_check_inside_a_copys_subfolders_checks_the_copy(completed: Path, tmp_path: Path) -> None:
     edit(completed, "outbound.py", "def to_provider_messages(context: AgentContext) -> list[WireMessage]:\n",
          "def to_provider_messages(context: AgentContext) -> list[WireMessage]:\n    return []\n")  # fmt: skip
@@ -237,6 +245,7 @@ def test_check_inside_a_copys_subfolders_checks_the_copy(completed: Path, tmp_pa
 # --- the --json record ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_json_record_of_a_fresh_copy(new_practice: Path, tmp_path: Path) -> None:
     result = cli("check", "05", "--json", "--path", str(new_practice), cwd=tmp_path)
     assert (result.returncode, result.stderr) == (1, "")
@@ -247,6 +256,7 @@ def test_json_record_of_a_fresh_copy(new_practice: Path, tmp_path: Path) -> None
     }  # fmt: skip
 
 
+@pytest.mark.slow
 def test_json_record_of_a_done_copy(completed: Path, tmp_path: Path) -> None:
     result = cli("check", "05", "--json", "--path", str(completed), cwd=tmp_path)
     assert (result.returncode, result.stderr) == (0, "")
@@ -259,6 +269,7 @@ def test_json_record_of_a_done_copy(completed: Path, tmp_path: Path) -> None:
     }  # fmt: skip
 
 
+@pytest.mark.slow
 def test_json_record_of_a_copy_that_does_not_import(completed: Path, tmp_path: Path) -> None:
     edit(completed, "sse.py", "    def feed(self, chunk: bytes, *, final: bool = False) -> list[SSEEvent]:\n",
          "    def feed(self, chunk: bytes, *, final: bool = False) -> list[SSEEvent]\n")  # fmt: skip
@@ -278,6 +289,7 @@ def test_json_record_of_a_copy_that_does_not_import(completed: Path, tmp_path: P
         }  # fmt: skip
 
 
+@pytest.mark.slow
 def test_json_record_of_a_folder_that_is_not_a_copy(tmp_path: Path) -> None:
     result = cli("check", "05", "--json", "--path", str(tmp_path), cwd=tmp_path)
     assert (result.returncode, result.stderr) == (2, "")
@@ -289,6 +301,7 @@ def test_json_record_of_a_folder_that_is_not_a_copy(tmp_path: Path) -> None:
 # --- a package that does not import -------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_module_that_does_not_import_is_one_line_wherever_it_is_found(
     completed: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -325,6 +338,7 @@ def test_a_module_that_does_not_import_is_one_line_wherever_it_is_found(
     assert plain.stderr.rstrip().endswith("SyntaxError: expected ':'")
 
 
+@pytest.mark.slow
 def test_an_import_error_names_the_importing_line(
     new_practice: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -346,6 +360,7 @@ def test_an_import_error_names_the_importing_line(
     assert run_tests(steps_for(None), copy).red_light == result.stderr.rstrip("\n")
 
 
+@pytest.mark.slow
 def test_an_import_that_never_ends_is_a_timeout(new_practice: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = new_practice / "pi_course" / "given.py"
     path.write_text(path.read_text(encoding="utf-8") + "\nwhile True:\n    pass\n", encoding="utf-8")
@@ -388,6 +403,7 @@ def test_only_the_course_command_line_turns_an_import_error_into_one_line(
 # --- time bounds ----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_blocked_read_is_named_with_its_meaning_by_the_per_test_bound(completed: Path) -> None:
     # Reads handed out directly, not raced against the abort signal.
     edit(
@@ -411,6 +427,7 @@ def test_a_blocked_read_is_named_with_its_meaning_by_the_per_test_bound(complete
     assert "given.AbortRace" in result.stdout
 
 
+@pytest.mark.slow
 def test_a_loop_that_never_awaits_is_stopped_and_named(completed: Path) -> None:
     edit(completed, "outbound.py", "def to_provider_messages(context: AgentContext) -> list[WireMessage]:\n",
          "def to_provider_messages(context: AgentContext) -> list[WireMessage]:\n    while True:\n        pass\n")  # fmt: skip
@@ -433,6 +450,7 @@ def test_a_loop_that_never_awaits_is_stopped_and_named(completed: Path) -> None:
     ].endswith(" 超过 1 秒没有结束")
 
 
+@pytest.mark.slow
 def test_a_loop_in_feed_is_not_blamed_on_the_abort_race(completed: Path, tmp_path: Path) -> None:
     # Waits for the rest of a line inside feed() itself: a loop that never awaits (nor allocates).
     edit(completed, "sse.py", "        check_event_size(self._buffer, self._data, self.max_event_size)\n",
@@ -460,6 +478,7 @@ def test_a_loop_in_feed_is_not_blamed_on_the_abort_race(completed: Path, tmp_pat
     assert "AbortRace" not in "\n".join(lines) and "abort" not in "\n".join(lines[1:])
 
 
+@pytest.mark.slow
 def test_a_process_past_the_whole_run_bound_is_stopped_and_the_test_named(
     completed: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -476,6 +495,7 @@ def test_a_process_past_the_whole_run_bound_is_stopped_and_the_test_named(
     assert report.timed_out and not report.ok()
 
 
+@pytest.mark.slow
 def test_failures_show_both_strings_in_full_and_the_error_message_of_an_error_event(completed: Path) -> None:
     edit(completed, "transport.py", 'endpoint = base_url.rstrip("/") + "/chat/completions"',
          'endpoint = base_url + "/chat/completions"')  # fmt: skip
@@ -491,6 +511,7 @@ def test_failures_show_both_strings_in_full_and_the_error_message_of_an_error_ev
     assert "      你的代码发出了 error 事件，error_message：'list assignment index out of range'" in lines
 
 
+@pytest.mark.slow
 def test_ctrl_c_ends_check_with_one_line_and_130(completed: Path) -> None:
     edit(
         completed,
