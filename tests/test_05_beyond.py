@@ -278,6 +278,7 @@ NARROWING = {
 }
 
 
+@pytest.mark.step("5.3")
 @pytest.mark.parametrize(("payload", "path"), NARROWING.values(), ids=NARROWING.keys())
 async def test_each_narrowing_rule_of_the_chapter_names_its_json_path(payload: object, path: str) -> None:
     """本章的每条收窄规则：不合形状的外部数据以 error 结束，错误信息写出 JSON 路径，partial 保留
@@ -295,6 +296,7 @@ async def test_each_narrowing_rule_of_the_chapter_names_its_json_path(payload: o
     assert result.content == (TextContent("正在"),)
 
 
+@pytest.mark.step("5.3")
 async def test_finish_reason_and_usage_in_one_payload_make_one_finish() -> None:
     """finish_reason 与 usage 在同一条 payload 里：一个 done，usage 原样保留
     下一步：pi_course/sse.py 的 read_provider_chunks()：记下结束原因，合并每一条 payload 带来的 usage，最后只产出一个 finish chunk
