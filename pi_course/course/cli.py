@@ -35,6 +35,26 @@ def _port(value: str) -> int:
     return port
 
 
+def _positive_int(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"必须是正整数，收到 {value!r}")
+    return number
+
+
+def _positive_float(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        number = 0.0
+    if not number > 0 or number == float("inf"):
+        raise argparse.ArgumentTypeError(f"必须是正数（秒），收到 {value!r}")
+    return number
+
+
 def _model_help() -> str:
     """``chat --model``'s help, saying which model is used without it in the current environment."""
     base_url = os.environ.get("PI_COURSE_BASE_URL")
@@ -306,6 +326,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     checkpoint.add_argument("--diff", action="store_true", help="print the target diff: starter → target")
     checkpoint.add_argument("--mine", action="store_true", help="with --diff: from your files to the target")
 
+    grade = commands.add_parser(
+        "grade",
+        help="check a class of practice copies (folders, folders of copies, .zip/.tar.gz), in parallel",
+        description="Check every practice copy: each on a temporary copy, in its own process group, "
+        "with a time bound and an environment without provider settings or keys. "
+        "Prints a table (unfinished copies first) and writes the files asked for.",
+    )
+    grade.add_argument("chapter", choices=["05"])
+    grade.add_argument(
+        "paths", nargs="+", metavar="PATH", help="a copy, a folder of copies, or a .zip/.tar.gz of one"
+    )
+    grade.add_argument("--json", dest="json_file", metavar="F", help="write the records as a JSON list")
+    grade.add_argument("--csv", dest="csv_file", metavar="F", help="write one CSV row per copy")
+    grade.add_argument("--html", dest="html_file", metavar="F", help="write one self-contained HTML page")
+    grade.add_argument(
+        "--jobs", type=_positive_int, metavar="N", help="copies checked at once (default: CPU count)"
+    )
+    grade.add_argument(
+        "--timeout", type=_positive_float, default=120.0, metavar="S", help="seconds per copy (default: 120)"
+    )
+
     try:
         args, extra = parser.parse_known_args(argv)
         if extra:  # named by the subcommand that did not take them, with its own --help
@@ -358,6 +399,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 130
     if args.command == "checkpoint":
         return _checkpoint(args.diff, args.mine)
+    if args.command == "grade":
+        from .grade_report import run as run_grade
+
+        try:
+            return run_grade(
+                args.paths, json_file=args.json_file, csv_file=args.csv_file, html_file=args.html_file,
+                jobs=args.jobs, timeout=args.timeout,
+            )  # fmt: skip
+        except KeyboardInterrupt:
+            _say("grade 已中断（Ctrl-C），没有留下检查进程。")
+            return EXIT_INTERRUPTED
     parser.error(f"unknown command {args.command}")
 
 
