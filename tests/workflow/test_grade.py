@@ -20,17 +20,21 @@ import subprocess
 import sys
 import tarfile
 import time
+import tomllib
 import zipfile
 from collections.abc import Callable
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+import yaml
 from learners import apply, mistake
 
+from pi_course.chapter.steps import CHAPTER_TOTAL, STEPS
 from pi_course.course import grade as grading
 from pi_course.course.grade import Graded, GradeError, Source, UnsafeArchive, discover, extract, grade_one
 from pi_course.course.grade_report import table, to_csv, to_html, to_json
+from pi_course.course.practice import CI_REQUIREMENTS
 
 ROOT = Path(__file__).parents[2]
 FIELDS = [
@@ -309,6 +313,47 @@ def test_the_command_line_refuses_a_missing_path_in_one_line(tmp_path: Path) -> 
     ]
     bad = cli("grade", "05", str(tmp_path), "--jobs", "0")
     assert bad.returncode == 2 and "--jobs" in bad.stderr and "正整数" in bad.stderr
+
+
+# --- the copy's autograding workflow ---------------------------------------------------------------
+
+
+def test_a_practice_copy_ships_github_classroom_autograding(tmp_path: Path) -> None:
+    made = cli("practice", "05", str(tmp_path / "lab"))
+    assert made.returncode == 0, made.stderr
+    workflow = yaml.safe_load(
+        (tmp_path / "lab" / ".github" / "workflows" / "classroom.yml").read_text(encoding="utf-8")
+    )
+    assert workflow["on"] == ["push", "workflow_dispatch", "repository_dispatch"]
+    assert workflow["permissions"] == {"checks": "write", "actions": "read", "contents": "read"}
+    steps = workflow["jobs"]["run-autograding-tests"]["steps"]
+    graders = [
+        step
+        for step in steps
+        if step.get("uses", "").startswith("classroom-resources/autograding-command-grader@")
+    ]
+    expected = [(f"python -m pi_course check 05 --step {step.number}", step.expected) for step in STEPS]
+    assert [(g["with"]["command"], g["with"]["max-score"]) for g in graders] == [
+        *expected,
+        ("python -m pi_course check 05", 0),
+    ]
+    assert sum(g["with"]["max-score"] for g in graders) == CHAPTER_TOTAL
+    [reporter] = [
+        step
+        for step in steps
+        if step.get("uses", "").startswith("classroom-resources/autograding-grading-reporter@")
+    ]
+    runners = reporter["with"]["runners"].split(",")
+    assert runners == [g["id"] for g in graders]
+    assert reporter["env"] == {
+        f"{runner.upper()}_RESULTS": f"${{{{ steps.{runner}.outputs.result }}}}" for runner in runners
+    }
+    # What the copy's CI installs is what pyproject.toml asks for, at the same bounds.
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    declared = {*project["dependencies"], *project["optional-dependencies"]["lab"]}
+    assert set(CI_REQUIREMENTS) <= declared
+    install = next(step["run"] for step in steps if "pip install" in step.get("run", ""))
+    assert all(f'"{requirement}"' in install for requirement in CI_REQUIREMENTS)
 
 
 # --- a class ---------------------------------------------------------------------------------------
