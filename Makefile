@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NEEDS_311 := import sys; sys.exit(sys.version_info < (3, 11))
 
-.PHONY: lab test lint unit nbval notebooks bench browser clean python-ok
+.PHONY: lab test lint unit nbval notebooks bench browser dist clean python-ok
 
 # Runs before every target that uses the venv (order-only: it never forces a reinstall). A .venv
 # made by an older Python, or one whose Python is gone, would otherwise fail later in pip.
@@ -54,9 +54,15 @@ notebooks: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
+	$(BIN)/python bench/grade.py
 
 browser: $(STAMP)
 	$(BIN)/python -m pytest -q -m browser tests
 
+# The sdist and the wheel, into dist/ (what .github/workflows/release.yml publishes).
+dist: $(STAMP)
+	rm -rf dist
+	$(BIN)/python -m hatchling build -t sdist -t wheel
+
 clean:
-	rm -rf $(VENV) build .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,77 @@
+"""Benchmark for ``grade 05`` (``make bench``): seconds per copy, and for a class of 30 copies.
+
+The class is 30 practice copies of independent learner solutions (tests/workflow/learners/,
+alternating), all correct, so every copy runs the whole check (the 11 focused tests and the
+checks beyond the chapter). Figures, all measured in this run:
+
+* one copy graded alone (``--jobs 1``), the best of three;
+* the class of 30 at the default ``--jobs`` (the CPU count), and its seconds per copy;
+* the ratio of the class to 30 times one copy: what running copies in parallel saves.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "workflow"))
+
+from learners import NAMES, apply  # noqa: E402
+
+from pi_course.course.grade import discover, grade  # noqa: E402
+
+CLASS_SIZE = 30
+
+
+def build_class(root: Path) -> Path:
+    starter = root / "starter"
+    made = subprocess.run(
+        [sys.executable, "-m", "pi_course", "practice", "05", str(starter)], capture_output=True, text=True, check=False
+    )
+    if made.returncode != 0:
+        raise SystemExit(made.stderr)
+    course = root / "class"
+    course.mkdir()
+    for index in range(CLASS_SIZE):
+        copy = course / f"learner-{index:02d}"
+        shutil.copytree(starter, copy)
+        apply(copy, NAMES[index % len(NAMES)])
+    return course
+
+
+def timed(paths: list[Path], jobs: int) -> tuple[float, list[str]]:
+    started = time.perf_counter()
+    results = grade(discover(paths), jobs=jobs)
+    return time.perf_counter() - started, [str(graded.record["status"]) for graded in results]
+
+
+def main() -> None:
+    jobs = os.cpu_count() or 1
+    with tempfile.TemporaryDirectory(prefix="pi-course-bench-grade-") as scratch:
+        course = build_class(Path(scratch))
+        copies = sorted(course.iterdir())
+        singles = []
+        for copy in copies[:3]:
+            seconds, statuses = timed([copy], 1)
+            if statuses != ["done"]:
+                raise SystemExit(f"{copy.name}: {statuses}")
+            singles.append(seconds)
+        one = min(singles)
+        whole, statuses = timed([course], jobs)
+    done = statuses.count("done")
+    print(f"\n5. grade 05 (correct copies: every focused test and beyond check runs; {jobs} CPUs)")
+    print(f"   one copy alone      {one:6.2f} s   (best of 3, --jobs 1)")
+    print(f"   class of {CLASS_SIZE}         {whole:6.2f} s   = {whole / CLASS_SIZE:.2f} s per copy (--jobs {jobs})")
+    print(f"   class / ({CLASS_SIZE} x one copy): {whole / (CLASS_SIZE * one):.2f}x  ({done}/{CLASS_SIZE} done)")
+    if done != CLASS_SIZE:
+        raise SystemExit(f"only {done} of {CLASS_SIZE} copies were done: {sorted(set(statuses))}")
+
+
+if __name__ == "__main__":
+    main()
