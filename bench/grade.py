@@ -32,7 +32,10 @@ CLASS_SIZE = 30
 def build_class(root: Path) -> Path:
     starter = root / "starter"
     made = subprocess.run(
-        [sys.executable, "-m", "pi_course", "practice", "05", str(starter)], capture_output=True, text=True, check=False
+        [sys.executable, "-m", "pi_course", "practice", "05", str(starter)],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if made.returncode != 0:
         raise SystemExit(made.stderr)
@@ -67,8 +70,12 @@ def main() -> None:
     done = statuses.count("done")
     print(f"\n5. grade 05 (correct copies: every focused test and beyond check runs; {jobs} CPUs)")
     print(f"   one copy alone      {one:6.2f} s   (best of 3, --jobs 1)")
-    print(f"   class of {CLASS_SIZE}         {whole:6.2f} s   = {whole / CLASS_SIZE:.2f} s per copy (--jobs {jobs})")
-    print(f"   class / ({CLASS_SIZE} x one copy): {whole / (CLASS_SIZE * one):.2f}x  ({done}/{CLASS_SIZE} done)")
+    print(
+        f"   class of {CLASS_SIZE}         {whole:6.2f} s   = {whole / CLASS_SIZE:.2f} s per copy (--jobs {jobs})"
+    )
+    print(
+        f"   class / ({CLASS_SIZE} x one copy): {whole / (CLASS_SIZE * one):.2f}x  ({done}/{CLASS_SIZE} done)"
+    )
     if done != CLASS_SIZE:
         raise SystemExit(f"only {done} of {CLASS_SIZE} copies were done: {sorted(set(statuses))}")
 

@@ -393,38 +393,47 @@ CONTRACT_FIELDS = (
 )  # fmt: skip
 
 
+def report_command(copy: Path) -> list[str]:
+    """The same check, as the learner reads it: the text behind a row of the HTML page."""
+    return [sys.executable, "-m", "pi_course", "check", "05", "--path", str(copy)]
+
+
 def grade_one(
     source: Source,
     timeout: float = DEFAULT_TIMEOUT,
     command: Callable[[Path], list[str]] = check_command,
     environ: dict[str, str] | None = None,
+    report: Callable[[Path], list[str]] | None = report_command,
 ) -> Graded:
-    """Check one copy on a temporary copy of it, bounded and scrubbed; its record and output."""
+    """Check one copy on a temporary copy of it, bounded and scrubbed; its record and output.
+
+    ``command`` gives the record (``check 05 --json``). ``check --json`` prints the record alone,
+    so the full text a learner would read comes from a second run, ``report``, on the same
+    temporary copy with the same environment (skipped after a timeout; bounded by twice the
+    first run's time plus ten seconds, at most ``timeout``). ``seconds`` is the first run's.
+    """
     started = time.monotonic()
     if source.kind == "not-a-copy":
         return Graded(empty_record(source.name, source.path, "not-a-copy", source.why, 0.0), source.why or "")
+    env = scrubbed_environment(environ)
     with tempfile.TemporaryDirectory(prefix="pi-course-grade-") as scratch:
         work = Path(scratch)
         notes: list[str] = []
         try:
-            if source.kind == "archive":
-                skipped = extract(source.path, work / "extracted")
-                if skipped:
-                    notes.append(f"没有解压的链接或特殊文件：{', '.join(skipped)}")
-                tree = find_tree(work / "extracted")
-                if tree is None:
-                    raise UnsafeArchive(
-                        f"压缩包 {source.path.name} 里没有练习副本（pi_course/ 和 tests/{FOCUSED_TEST}）"
-                    )
-                copy = tree
-            else:
-                copy = copy_folder(source.path, work / "copy")
+            copy = _temporary_copy(source, work, notes)
         except (UnsafeArchive, OSError, zipfile.BadZipFile, tarfile.TarError) as error:
             why = str(error) if isinstance(error, UnsafeArchive) else f"无法读取 {source.path}：{error}"
             seconds = time.monotonic() - started
             return Graded(empty_record(source.name, source.path, "not-a-copy", why, seconds), why)
-        code, out, err, _ = run_bounded(command(copy), work, scrubbed_environment(environ), timeout)
+        code, out, err, _ = run_bounded(command(copy), work, env, timeout)
         seconds = time.monotonic() - started
+        text = ""
+        if code is not None and report is not None:
+            bound = min(timeout, 2 * seconds + 10)
+            shown, text, shown_err, _ = run_bounded(report(copy), work, env, bound)
+            text = (shown_err.rstrip() + "\n" + text).strip()
+            if shown is None:
+                text += f"\n（完整输出超过 {bound:.0f} 秒没有结束，已停止）"
         with contextlib.suppress(OSError):
             _writable(work)  # a learner's read-only files must not stop the clean-up
     if code is None:
@@ -439,7 +448,21 @@ def grade_one(
         return Graded(empty_record(source.name, source.path, "import-error", why, seconds), output)
     shaped = {key: record.get(key) for key in CONTRACT_FIELDS}
     shaped.update(name=source.name, path=str(source.path), seconds=round(seconds, 2))
-    return Graded(shaped, "\n".join([*notes, check_output(record, out, err)]).strip())
+    output = text or check_output(record, out, err)
+    return Graded(shaped, "\n".join([*notes, output]).strip())
+
+
+def _temporary_copy(source: Source, work: Path, notes: list[str]) -> Path:
+    """The copy to check, inside ``work``: the folder copied, or the archive extracted."""
+    if source.kind != "archive":
+        return copy_folder(source.path, work / "copy")
+    skipped = extract(source.path, work / "extracted")
+    if skipped:
+        notes.append(f"没有解压的链接或特殊文件：{', '.join(skipped)}")
+    tree = find_tree(work / "extracted")
+    if tree is None:
+        raise UnsafeArchive(f"压缩包 {source.path.name} 里没有练习副本（pi_course/ 和 tests/{FOCUSED_TEST}）")
+    return tree
 
 
 def _writable(folder: Path) -> None:
@@ -457,13 +480,14 @@ def grade(
     timeout: float = DEFAULT_TIMEOUT,
     command: Callable[[Path], list[str]] = check_command,
     environ: dict[str, str] | None = None,
+    report: Callable[[Path], list[str]] | None = report_command,
     progress: Callable[[Graded], None] | None = None,
 ) -> list[Graded]:
     """Grade every source, ``jobs`` at a time; the results in the order of ``sources``."""
     workers = max(1, jobs or os.cpu_count() or 1)
 
     def one(source: Source) -> Graded:
-        graded = grade_one(source, timeout, command, environ)
+        graded = grade_one(source, timeout, command, environ, report)
         if progress is not None:
             progress(graded)
         return graded

@@ -171,7 +171,7 @@ def test_the_check_sees_no_provider_settings_or_keys(tmp_path: Path) -> None:
         "LC_ALL": "C.UTF-8",
     }  # fmt: skip
     command = stand_in("record('done', json.dumps(sorted(os.environ)))")
-    graded = grade_one(Source("ada", copy, "folder"), 30, command, environ)
+    graded = grade_one(Source("ada", copy, "folder"), 30, command, environ, None)
     seen = json.loads(graded.record["first_failure"])
     for name in ("PI_COURSE_API_KEY", "PI_COURSE_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL",
                  "ANTHROPIC_API_KEY", "GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY"):  # fmt: skip
@@ -193,7 +193,7 @@ def test_a_copy_past_its_bound_is_stopped_with_everything_it_started(tmp_path: P
     )
     before = tree_digest(copy)
     started = time.monotonic()
-    graded = grade_one(Source("loop", copy, "folder"), 3, stand_in(script))
+    graded = grade_one(Source("loop", copy, "folder"), 3, stand_in(script), report=stand_in("record('done')"))
     assert time.monotonic() - started < 30
     assert graded.record["status"] == "timeout"
     assert graded.record["first_failure"].startswith("超过 3 秒没有结束")
@@ -226,7 +226,7 @@ def test_the_check_runs_on_a_temporary_copy(tmp_path: Path) -> None:
         "open(os.path.join(root, 'pi_course', '__init__.py'), 'w').write('overwritten')\n"
         "record('incomplete', ','.join(sorted(os.listdir(root)) + sorted(os.listdir(os.path.join(root, 'pi_course')))))\n"
     )
-    graded = grade_one(Source("ada", copy, "folder"), 30, stand_in(script))
+    graded = grade_one(Source("ada", copy, "folder"), 30, stand_in(script), report=None)
     assert graded.record["first_failure"] == "pi_course,tests,__init__.py"  # no .venv, no link
     assert graded.record["path"] == str(copy) and graded.record["name"] == "ada"
     assert tree_digest(copy) == before
