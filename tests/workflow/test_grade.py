@@ -449,22 +449,22 @@ def test_a_class_at_a_glance(tmp_path: Path) -> None:
 
     fresh = records["fresh"]
     assert fresh["status"] == "incomplete" and fresh["focused_passed"] == 0
-    assert "ToolDefinition" in fresh["first_failure"]
+    assert fresh["beyond_total"] == 0 and "ToolDefinition" in fresh["first_failure"]
 
     key = records["key-in-context"]
     assert key["status"] == "incomplete" and key["focused"] == full
-    assert key["beyond_passed"] == key["beyond_total"] - 1
+    assert 0 < key["beyond_passed"] < key["beyond_total"]
     assert "test_key_stays_out_of_every_error_chain" in key["first_failure"]
 
     events = records["one-read-as-events"]
     assert events["status"] == "incomplete"
     assert events["focused"] == {**full, "5.3": [0, 5]} and events["focused_passed"] == 6
-    assert "SSEDecoder.feed()" in events["first_failure"]
+    assert "实践 5.3" in events["first_failure"] and "test_sse_interleaved" in events["first_failure"]
 
     race = records["read-not-raced"]
     assert race["status"] == "incomplete"
     assert race["focused"] == {**full, "5.3": [4, 5]} and race["focused_passed"] == 10
-    assert "test_sse_abort" in race["first_failure"]
+    assert "test_sse_abort" in race["first_failure"] and "超过 5 秒没有结束" in race["first_failure"]
 
     syntax = records["syntax-error"]
     assert syntax["status"] == "import-error" and syntax["focused_passed"] == 0
@@ -494,5 +494,7 @@ def test_a_class_at_a_glance(tmp_path: Path) -> None:
     assert table_rows[0]["5.3"] == "5/5" and table_rows[0]["status"] == "done"
     page = (out / "class.html").read_text(encoding="utf-8")
     assert page.count("<details>") == 10
+    # Behind each row, the check's full text: the next step it names, not only the first failure.
+    assert "SSEDecoder.feed()：行缓冲" in page and "AbortRace.iterate()" in page
     for name in records:
         assert f'data-name="{name}"' in page
