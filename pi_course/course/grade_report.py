@@ -21,7 +21,16 @@ from pathlib import Path
 from typing import Any
 
 from ..chapter.steps import STEPS
-from .grade import DEFAULT_TIMEOUT, STATUSES, Graded, GradeError, discover, grade, unfinished_first
+from .grade import (
+    DEFAULT_TIMEOUT,
+    STATUSES,
+    Graded,
+    GradeError,
+    discover,
+    grade,
+    report_command,
+    unfinished_first,
+)
 
 STEP_NUMBERS = tuple(step.number for step in STEPS)
 
@@ -209,7 +218,9 @@ def run(
         )
         print(line, file=sys.stderr, flush=True)
 
-    results = grade(sources, jobs=jobs, timeout=timeout, progress=progress)
+    # The HTML page alone shows each copy's full check text, which takes a second run per copy.
+    report = report_command if html_file is not None else None
+    results = grade(sources, jobs=jobs, timeout=timeout, report=report, progress=progress)
     print(table(results, shutil.get_terminal_size((160, 24)).columns))
     outputs = ((json_file, to_json), (csv_file, to_csv), (html_file, to_html))
     for name, render in outputs:
