@@ -8,7 +8,7 @@ import os
 import re
 import socket
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn
 
@@ -35,24 +35,19 @@ def _port(value: str) -> int:
     return port
 
 
-def _positive_int(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        number = 0
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"必须是正整数，收到 {value!r}")
-    return number
+def _positive(kind: type[int] | type[float]) -> Callable[[str], float]:
+    """An argparse type for a positive, finite ``int`` or ``float`` (``grade --jobs``, ``--timeout``)."""
 
+    def parse(value: str) -> float:
+        try:
+            number = kind(value)
+        except ValueError:
+            number = 0
+        if not 0 < number < float("inf"):
+            raise argparse.ArgumentTypeError(f"必须是正{'整' if kind is int else ''}数，收到 {value!r}")
+        return number
 
-def _positive_float(value: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        number = 0.0
-    if not number > 0 or number == float("inf"):
-        raise argparse.ArgumentTypeError(f"必须是正数（秒），收到 {value!r}")
-    return number
+    return parse
 
 
 def _model_help() -> str:
@@ -341,10 +336,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     grade.add_argument("--csv", dest="csv_file", metavar="F", help="write one CSV row per copy")
     grade.add_argument("--html", dest="html_file", metavar="F", help="write one self-contained HTML page")
     grade.add_argument(
-        "--jobs", type=_positive_int, metavar="N", help="copies checked at once (default: CPU count)"
+        "--jobs", type=_positive(int), metavar="N", help="copies checked at once (default: CPU count)"
     )
     grade.add_argument(
-        "--timeout", type=_positive_float, default=120.0, metavar="S", help="seconds per copy (default: 120)"
+        "--timeout", type=_positive(float), default=120.0, metavar="S", help="seconds per copy (default: 120)"
     )
 
     try:

@@ -21,6 +21,7 @@ sandbox. Learner code runs as the instructor's user and can read what that user 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import re
@@ -242,40 +243,49 @@ def extract(archive: Path, destination: Path) -> list[str]:
     destination.mkdir(parents=True, exist_ok=True)
     budget = _Budget()
     skipped: list[str] = []
-    if archive.name.lower().endswith(".zip"):
-        with zipfile.ZipFile(archive) as opened:
-            members = opened.infolist()
-            _checked_names(member.filename for member in members)
-            for info in members:
-                budget.member()
-                relative = _member_path(info.filename)
-                assert relative is not None
-                mode = info.external_attr >> 16
-                if info.is_dir():
-                    (destination / relative).mkdir(parents=True, exist_ok=True)
-                elif mode and not stat.S_ISREG(mode):
-                    skipped.append(info.filename)  # a symbolic link stored by a Unix zip
-                else:
-                    with opened.open(info) as stream:
-                        budget.write(stream, destination / relative)
-        return skipped
-    with tarfile.open(archive, "r:*") as opened:
-        tar_members = opened.getmembers()
-        _checked_names(member.name for member in tar_members)
-        for member in tar_members:
+    with contextlib.ExitStack() as stack:
+        entries = _entries(archive, stack)
+        _checked_names(name for name, _, _ in entries)
+        for name, kind, open_member in entries:
             budget.member()
-            relative = _member_path(member.name)
+            relative = _member_path(name)
             assert relative is not None
-            if member.isdir():
+            if kind == "dir":
                 (destination / relative).mkdir(parents=True, exist_ok=True)
-            elif member.isreg():
-                member_stream = opened.extractfile(member)
-                assert member_stream is not None
-                with member_stream:
-                    budget.write(member_stream, destination / relative)
+            elif kind == "file":
+                with open_member() as stream:
+                    budget.write(stream, destination / relative)
             else:
-                skipped.append(member.name)
+                skipped.append(name)
     return skipped
+
+
+_Entry = tuple[str, str, Callable[[], IO[bytes]]]  # name, "dir" | "file" | "other", how to read it
+
+
+def _entries(archive: Path, stack: contextlib.ExitStack) -> list[_Entry]:
+    """The members of a .zip or a tar archive, each with its kind, read lazily."""
+    if archive.name.lower().endswith(".zip"):
+        zipped = stack.enter_context(zipfile.ZipFile(archive))
+
+        def zip_kind(info: zipfile.ZipInfo) -> str:
+            mode = info.external_attr >> 16  # a Unix zip stores a symbolic link's type here
+            return "dir" if info.is_dir() else "file" if not mode or stat.S_ISREG(mode) else "other"
+
+        members = zipped.infolist()
+        return [(info.filename, zip_kind(info), functools.partial(zipped.open, info)) for info in members]
+    tarred = stack.enter_context(tarfile.open(archive, "r:*"))  # noqa: SIM115 (the stack closes it)
+
+    def tar_member(member: tarfile.TarInfo) -> IO[bytes]:
+        stream = tarred.extractfile(member)
+        assert stream is not None
+        return stream
+
+    return [
+        (member.name, "dir" if member.isdir() else "file" if member.isreg() else "other",
+         functools.partial(tar_member, member))
+        for member in tarred.getmembers()
+    ]  # fmt: skip
 
 
 # --- one check, bounded ---------------------------------------------------------------------------
