@@ -366,35 +366,19 @@ def empty_record(
 
 
 def parse_record(stdout: str) -> dict[str, Any] | None:
-    """The JSON record ``check --json`` printed (its last line that is a JSON object), if any."""
-    for line in reversed(stdout.strip().splitlines()):
-        with contextlib.suppress(ValueError):
-            value = json.loads(line)
-            if isinstance(value, dict) and value.get("status") in STATUSES:
-                return value
-    with contextlib.suppress(ValueError):
-        value = json.loads(stdout)
-        if isinstance(value, dict) and value.get("status") in STATUSES:
-            return value
-    return None
+    """The record ``check --json`` printed: its last line, a JSON object with a known status."""
+    lines = stdout.strip().splitlines()
+    try:
+        value = json.loads(lines[-1]) if lines else None
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) and value.get("status") in STATUSES else None
 
 
-def check_output(record: dict[str, Any], stdout: str, stderr: str) -> str:
-    """Everything the check said: its report (when the record carries it) and both streams."""
-    parts = []
-    for key in ("output", "report", "lines"):
-        value = record.get(key)
-        if isinstance(value, list):
-            value = "\n".join(map(str, value))
-        if isinstance(value, str) and value.strip():
-            parts.append(value.rstrip())
-            break
-    parts += [text.rstrip() for text in (stderr, _without_record(stdout)) if text.strip()]
-    return "\n".join(parts)
-
-
-def _without_record(stdout: str) -> str:
-    return "\n".join(line for line in stdout.splitlines() if parse_record(line) is None)
+def record_text(record: dict[str, Any], stderr: str) -> str:
+    """What to show for a copy without the full text (no ``--html``): stderr and the verdict."""
+    verdict = "完成" if record.get("status") == "done" else f"未完成——{record.get('first_failure')}"
+    return "\n".join(part for part in (stderr.rstrip(), f"第 05 章：{verdict}") if part)
 
 
 CONTRACT_FIELDS = (
@@ -458,7 +442,7 @@ def grade_one(
         return Graded(empty_record(source.name, source.path, "import-error", why, seconds), output)
     shaped = {key: record.get(key) for key in CONTRACT_FIELDS}
     shaped.update(name=source.name, path=str(source.path), seconds=round(seconds, 2))
-    output = text or check_output(record, out, err)
+    output = text or record_text(record, err)
     return Graded(shaped, "\n".join([*notes, output]).strip())
 
 
