@@ -32,6 +32,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import threading
 import time
 import zipfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -321,16 +322,44 @@ def _kill_group(process: subprocess.Popen[bytes]) -> None:
         process.kill()
 
 
+class _Running:
+    """The checks running now, so that Ctrl-C in the main thread can stop them all at once."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._processes: set[subprocess.Popen[bytes]] = set()
+        self._stopping = False
+
+    def start(self, command: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
+        options: dict[str, Any] = {"start_new_session": True} if os.name == "posix" else {}
+        with self._lock:
+            if self._stopping:
+                raise KeyboardInterrupt
+            process = subprocess.Popen(
+                command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, **options,
+            )  # fmt: skip
+            self._processes.add(process)
+        return process
+
+    def done(self, process: subprocess.Popen[bytes]) -> None:
+        with self._lock:
+            self._processes.discard(process)
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stopping = True
+            for process in self._processes:
+                _kill_group(process)
+
+
 def run_bounded(
-    command: list[str], cwd: Path, env: dict[str, str], timeout: float
+    command: list[str], cwd: Path, env: dict[str, str], timeout: float, running: _Running | None = None
 ) -> tuple[int | None, str, str, float]:
     """Run ``command`` in a new process group; (return code or ``None`` past ``timeout``, out, err, s)."""
     started = time.monotonic()
-    options: dict[str, Any] = {"start_new_session": True} if os.name == "posix" else {}
-    process = subprocess.Popen(
-        command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        **options,
-    )  # fmt: skip
+    running = running or _Running()
+    process = running.start(command, cwd, env)
     try:
         out, err = process.communicate(timeout=timeout)
         code: int | None = process.returncode
@@ -342,6 +371,8 @@ def run_bounded(
         _kill_group(process)
         process.wait()
         raise
+    finally:
+        running.done(process)
     _kill_group(process)  # whatever the check left running
     seconds = time.monotonic() - started
     return code, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), seconds
@@ -398,6 +429,7 @@ def grade_one(
     command: Callable[[Path], list[str]] = check_command,
     environ: dict[str, str] | None = None,
     report: Callable[[Path], list[str]] | None = report_command,
+    running: _Running | None = None,
 ) -> Graded:
     """Check one copy on a temporary copy of it, bounded and scrubbed; its record and output.
 
@@ -419,12 +451,12 @@ def grade_one(
             why = str(error) if isinstance(error, UnsafeArchive) else f"无法读取 {source.path}：{error}"
             seconds = time.monotonic() - started
             return Graded(empty_record(source.name, source.path, "not-a-copy", why, seconds), why)
-        code, out, err, _ = run_bounded(command(copy), work, env, timeout)
+        code, out, err, _ = run_bounded(command(copy), work, env, timeout, running)
         seconds = time.monotonic() - started
         text = ""
         if code is not None and report is not None:
             bound = min(timeout, 2 * seconds + 10)
-            shown, text, shown_err, _ = run_bounded(report(copy), work, env, bound)
+            shown, text, shown_err, _ = run_bounded(report(copy), work, env, bound, running)
             text = (shown_err.rstrip() + "\n" + text).strip()
             if shown is None:
                 text += f"\n（完整输出超过 {bound:.0f} 秒没有结束，已停止）"
@@ -479,15 +511,24 @@ def grade(
 ) -> list[Graded]:
     """Grade every source, ``jobs`` at a time; the results in the order of ``sources``."""
     workers = max(1, jobs or os.cpu_count() or 1)
+    running = _Running()
 
     def one(source: Source) -> Graded:
-        graded = grade_one(source, timeout, command, environ, report)
+        graded = grade_one(source, timeout, command, environ, report, running)
         if progress is not None:
             progress(graded)
         return graded
 
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(one, sources))
+    pool = ThreadPoolExecutor(max_workers=workers)
+    try:
+        futures = [pool.submit(one, source) for source in sources]
+        return [future.result() for future in futures]
+    except BaseException:  # Ctrl-C: no new check starts, and every running one is stopped now
+        running.stop()
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    finally:
+        pool.shutdown(wait=True)
 
 
 def unfinished_first(results: Iterable[Graded]) -> Iterator[Graded]:

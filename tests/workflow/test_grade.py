@@ -16,6 +16,7 @@ import io
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
@@ -199,20 +200,61 @@ def test_a_copy_past_its_bound_is_stopped_with_everything_it_started(tmp_path: P
     assert graded.record["first_failure"].startswith("超过 3 秒没有结束")
     assert graded.record["focused_passed"] == 0 and graded.record["focused_total"] == 11
     grandchild = int(pid_file.read_text(encoding="utf-8"))
-    for _ in range(50):  # killed at once; the kernel may take a moment to reap it
-        try:
-            os.kill(grandchild, 0)
-        except ProcessLookupError:
+    for _ in range(50):  # killed at once; the kernel may take a moment
+        if not alive(grandchild):
             break
-        if (
-            Path(f"/proc/{grandchild}/stat").is_file()
-            and ") Z " in Path(f"/proc/{grandchild}/stat").read_text()
-        ):
-            break  # a zombie: dead, waiting for its (killed) parent's reaper
         time.sleep(0.1)
     else:
         pytest.fail(f"process {grandchild} started by the check is still running")
     assert tree_digest(copy) == before
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` still runs (a zombie waiting for its reaper counts as gone)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return not (stat.is_file() and ") Z " in stat.read_text())
+
+
+def test_ctrl_c_stops_every_running_check_and_starts_no_other(tmp_path: Path) -> None:
+    for name in ("a", "b", "c"):
+        fake_copy(tmp_path / "class" / name)
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    script = f"""
+import signal, subprocess, sys
+from pathlib import Path
+from pi_course.course.grade import discover, grade
+loop = (
+    "import os, subprocess, sys, time\\n"
+    "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\\n"
+    "open(os.path.join({str(pids)!r}, str(os.getpid())), 'w').write(str(child.pid))\\n"
+    "while True: time.sleep(0.1)\\n"
+)
+try:
+    grade(discover([{str(tmp_path / "class")!r}]), jobs=2, timeout=600, report=None,
+          command=lambda copy: [sys.executable, "-c", loop, str(copy)])
+except KeyboardInterrupt:
+    sys.exit(130)
+"""
+    process = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT)
+    try:
+        deadline = time.monotonic() + 60
+        while len(list(pids.iterdir())) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(list(pids.iterdir())) == 2
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=15) == 130
+    finally:
+        process.kill()
+    started = {int(path.name): int(path.read_text(encoding="utf-8")) for path in pids.iterdir()}
+    time.sleep(0.5)
+    assert len(started) == 2  # the third copy never started
+    for check_pid, child_pid in started.items():
+        assert not alive(check_pid) and not alive(child_pid)
 
 
 def test_the_check_runs_on_a_temporary_copy(tmp_path: Path) -> None:
