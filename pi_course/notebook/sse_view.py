@@ -216,7 +216,8 @@ def _after_read_html(step: ReadStep) -> str:
         pending = f'<div class="pi-buffer">{_abridged(step.pending)}</div>'
     else:
         pending = badge("缓冲区为空", "empty")
-    return f"{lines_html(step)}{payloads_html(step, abridge=True)}<div>留在缓冲区：{pending}</div>"
+    count = f"<div>分发 {len(step.payloads)} 条 payload：</div>" if step.payloads else ""
+    return f"{lines_html(step)}{count}{payloads_html(step, abridge=True)}<div>留在缓冲区：{pending}</div>"
 
 
 def sse_static(steps: Sequence[ReadStep], failure: DecoderFailure | None) -> str:
