@@ -516,6 +516,11 @@ def test_saved_widget_state_steps_and_plays_without_running_a_cell(lab: Lab) -> 
             page.goto(lab.url("steppers.ipynb", folder="saved"))
             page.locator(".jp-NotebookPanel").first.wait_for()
             steppers = page.locator(".pi-stepper")
+            cells = page.locator(".jp-CodeCell")
+            expect(cells).to_have_count(3)
+            for number in range(3):  # a cell below the window may render its widget only once seen
+                cells.nth(number).scroll_into_view_if_needed()
+                expect(cells.nth(number).locator(".pi-stepper")).to_have_count(1)
             expect(steppers).to_have_count(3)
             expect(page.locator(".pi-static:visible")).to_have_count(0)
             partial, sse = steppers.nth(0), steppers.nth(1)

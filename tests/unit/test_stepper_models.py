@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from broken_adapters import AppendThenEmit, WriteThenEmit
 
 from pi_course import AgentContext, OpenAICompatibleModel, fixed_transport
 from pi_course.chapter.fixtures import DIAGNOSTIC_4_2_CHUNKS, MAINLINE_CHUNKS
@@ -184,90 +185,8 @@ def test_records_read_any_object_with_the_right_fields() -> None:
     assert read_event(object()).kind == "None"
 
 
-@dataclass
-class _AppendThenEmit:
-    """A learner's adapter with the chapter's bug, written the other way round from the reference:
-    the new call is appended first, then its event names the recorded slot (chunk.index)."""
-
-    transport: Any
-
-    def stream(self, context: Any) -> Any:
-        return self._events()
-
-    async def _events(self) -> Any:
-        from pi_course.protocol import (
-            AssistantMessage,
-            ErrorEvent,
-            StartEvent,
-            TextContent,
-            TextDeltaEvent,
-            ToolCall,
-            ToolCallDeltaEvent,
-            Usage,
-        )
-
-        blocks: list[Any] = []
-        where: dict[int, int] = {}
-        text_at: int | None = None
-
-        def snapshot(error: str | None = None) -> AssistantMessage:
-            return AssistantMessage(tuple(blocks), "p", "m", Usage(), "error" if error else "stop", 0, error)
-
-        yield StartEvent(snapshot())
-        try:
-            async for chunk in self.transport.stream({}):
-                if chunk.type == "text":
-                    if text_at is None:
-                        text_at = len(blocks)
-                        blocks.append(TextContent(""))
-                    blocks[text_at] = TextContent(blocks[text_at].text + chunk.delta)
-                    yield TextDeltaEvent(text_at, chunk.delta, snapshot())
-                elif chunk.type == "tool":
-                    raw = chunk.arguments_delta or ""
-                    if chunk.index not in where:
-                        where[chunk.index] = chunk.index  # the bug: contentIndex = chunk.index
-                        blocks.append(ToolCall(chunk.id or "", chunk.name or "", raw, raw))
-                    else:
-                        old = blocks[where[chunk.index]]
-                        joined = old.raw_arguments + raw
-                        blocks[where[chunk.index]] = ToolCall(old.id, old.name, joined, joined)
-                    yield ToolCallDeltaEvent(where[chunk.index], raw, snapshot())
-        except Exception as error:
-            yield ErrorEvent("error", snapshot(str(error)))
-
-
-@dataclass
-class _WriteThenEmit:
-    """The reference's shape with the bug: a placeholder is appended, then content[slot] written."""
-
-    transport: Any
-
-    def stream(self, context: Any) -> Any:
-        return self._events()
-
-    async def _events(self) -> Any:
-        from pi_course.protocol import AssistantMessage, ErrorEvent, StartEvent, ToolCall, Usage
-
-        blocks: list[Any] = []
-        slots: dict[int, int] = {}
-
-        def snapshot(error: str | None = None) -> AssistantMessage:
-            return AssistantMessage(tuple(blocks), "p", "m", Usage(), "error" if error else "stop", 0, error)
-
-        yield StartEvent(snapshot())
-        try:
-            async for chunk in self.transport.stream({}):
-                if chunk.type == "tool":
-                    if chunk.index not in slots:
-                        slots[chunk.index] = chunk.index  # the bug
-                        blocks.append(ToolCall(f"tmp-{chunk.index}", "", "", ""))
-                    blocks[slots[chunk.index]] = ToolCall(chunk.id or "", chunk.name or "", "", "")
-        except Exception as error:
-            yield ErrorEvent("error", snapshot(str(error)))
-
-
 async def test_the_telling_step_an_event_names_slot_4_while_the_partial_has_one_slot() -> None:
-    events, positions = await run(DIAGNOSTIC_4_2_CHUNKS, _AppendThenEmit)
+    events, positions = await run(DIAGNOSTIC_4_2_CHUNKS, AppendThenEmit)
     steps, unread = build_partial_steps(DIAGNOSTIC_4_2_CHUNKS, events, positions)
     telling = steps[1]
     assert telling.event is not None and telling.event.kind == "toolcall_delta"
@@ -283,7 +202,7 @@ async def test_the_telling_step_an_event_names_slot_4_while_the_partial_has_one_
 
 async def test_the_telling_step_of_an_adapter_that_fails_on_its_first_write() -> None:
     """No event names slot 4 there: ``slots`` says which slot the edited line gives."""
-    events, positions = await run(DIAGNOSTIC_4_2_CHUNKS, _WriteThenEmit)
+    events, positions = await run(DIAGNOSTIC_4_2_CHUNKS, WriteThenEmit)
     bare, _ = build_partial_steps(DIAGNOSTIC_4_2_CHUNKS, events, positions)
     assert [step.missing_slot for step in bare] == [None, None]  # nothing pretends to know slot 4
     slots = provider_index_slots(DIAGNOSTIC_4_2_CHUNKS)

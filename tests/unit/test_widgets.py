@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import html
 import re
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from broken_adapters import AppendThenEmit
 
 from pi_course import AgentContext, OpenAICompatibleModel, fixed_transport
 from pi_course.chapter.fixtures import DIAGNOSTIC_4_2_CHUNKS, MAINLINE_CHUNKS
@@ -119,63 +119,8 @@ async def test_replay_records_the_same_steps_as_the_inferred_pairing() -> None:
     assert pair_events(DIAGNOSTIC_4_2_CHUNKS, events) == [-1, 0, 1, 2, 3, 4, 5, 7, 7, 7]
 
 
-@dataclass
-class _BrokenAdapter:
-    """A learner-style adapter with the chapter's deliberate bug: content_index = chunk.index."""
-
-    transport: Any
-    events: list[Any] = field(default_factory=list)
-
-    def stream(self, context: Any) -> Any:
-        return self._events()
-
-    async def _events(self) -> Any:
-        from pi_course.protocol import (
-            AssistantMessage,
-            ErrorEvent,
-            StartEvent,
-            TextContent,
-            TextDeltaEvent,
-            ToolCall,
-            ToolCallDeltaEvent,
-            Usage,
-        )
-
-        content: list[Any] = []
-        text_slot: int | None = None
-        slots: dict[int, int] = {}
-        raw: dict[int, str] = {}
-
-        def message(error: str | None = None) -> AssistantMessage:
-            reason = "error" if error else "stop"
-            return AssistantMessage(tuple(content), "p", "m", Usage(), reason, 0, error)
-
-        yield StartEvent(message())
-        try:
-            async for chunk in self.transport.stream({}):
-                if chunk.type == "text":
-                    if text_slot is None:
-                        text_slot = len(content)
-                        content.append(TextContent(""))
-                    content[text_slot] = TextContent(content[text_slot].text + chunk.delta)
-                    yield TextDeltaEvent(text_slot, chunk.delta, message())
-                elif chunk.type == "tool":
-                    first = chunk.index not in slots
-                    if first:
-                        slots[chunk.index] = chunk.index  # the bug
-                    raw[chunk.index] = raw.get(chunk.index, "") + (chunk.arguments_delta or "")
-                    call = ToolCall(chunk.id or "", chunk.name or "", raw[chunk.index], raw[chunk.index])
-                    if first:
-                        content.append(call)
-                    else:
-                        content[slots[chunk.index]] = call
-                    yield ToolCallDeltaEvent(slots[chunk.index], chunk.arguments_delta or "", message())
-        except Exception as error:
-            yield ErrorEvent("error", message(str(error)))
-
-
 async def test_a_broken_run_shows_slot_4_named_while_content_has_one_slot() -> None:
-    stepper = await PartialStepper.replay(DIAGNOSTIC_4_2_CHUNKS, "broken", model=_BrokenAdapter)
+    stepper = await PartialStepper.replay(DIAGNOSTIC_4_2_CHUNKS, "broken", model=AppendThenEmit)
     first = stepper.pages[1].value
     content = section(first, "partial.content")
     assert [MISSING in row for row in rows(content)] == [False, True]
@@ -191,7 +136,7 @@ async def test_a_broken_run_shows_slot_4_named_while_content_has_one_slot() -> N
     assert "没有读到的 chunk: #5, #6, #7" in repr(stepper)
     assert "[4] 不存在（content 只有 1 个槽位）" in stepper.lines[1]
     # The same events without recorded positions: the pairing is inferred, nothing crashes.
-    events, _ = await replay(DIAGNOSTIC_4_2_CHUNKS, _BrokenAdapter)
+    events, _ = await replay(DIAGNOSTIC_4_2_CHUNKS, AppendThenEmit)
     inferred = PartialStepper(DIAGNOSTIC_4_2_CHUNKS, events, "broken")
     assert repr(inferred) == repr(stepper)
     # The experiment's slots ({4: 4, 2: 2} for this adapter) add nothing: the events named them.
