@@ -362,7 +362,7 @@ def partial_pages(steps: Sequence[PartialStep], unread: Sequence[int]) -> list[s
     def listing(current: int) -> str:
         rows = [step_row_html(step, current) for step in steps]
         head = ("步", "读到的 chunk", "发出的事件")
-        return f"<h4>全部步骤</h4>{table(('3.6em', '40%', ''), head, rows, 'pi-steps')}{_unread_note(unread)}"
+        return f"<h4>全部步骤</h4>{table(('3.9em', '40%', ''), head, rows, 'pi-steps')}{_unread_note(unread)}"
 
     return live_pages([listing(step.number) for step in steps], [_sections(step) for step in steps])
 

@@ -183,7 +183,7 @@ def _listing(steps: Sequence[ReadStep], current: int | None) -> str:
             rows.append(_response_row(step, 6))
         rows.append(read_row_html(step, current))
     head = ("读取", "字节", "止于", "行", "事件", "留下")
-    return table(("3.4em", "3.4em", "", "2.6em", "3.2em", "4.8em"), head, rows, "pi-steps")
+    return table(("3.9em", "3.4em", "", "2.6em", "3.2em", "4.8em"), head, rows, "pi-steps")
 
 
 def _detail(steps: Sequence[ReadStep], step: ReadStep) -> str:

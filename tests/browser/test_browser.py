@@ -279,6 +279,7 @@ def step_through(page: Any, stepper: Any, shot: Path, report: list[str] | None =
             stepper.screenshot(path=str(shot.with_name(shot.name.replace("-light", f"-at-{number}-light"))))
     if report is not None:
         report.append(f"{shot.stem}: every step {boxes[0]}")
+    assert boxes[0]["stepper"][1] <= MAX_HEIGHT, (shot.stem, "taller than the window shows", boxes[0])
     moved = [(number, box) for number, box in enumerate(boxes, start=first) if box != boxes[0]]
     assert not moved, (shot.stem, "layout moved while stepping", boxes[0], moved[:3])
     return texts
@@ -466,10 +467,10 @@ def measure_heights(page: Any, steppers: Any) -> list[str]:
                     handle.press("ArrowRight")
                 expect(stepper.locator(".pi-page:visible tr.pi-current")).to_contain_text(f"▶ {step}")
                 heights.add(round(stepper.bounding_box()["height"]))
+            stepper.screenshot(path=str(SCREENSHOTS / f"height-{width}-stepper-{number + 1}-light.png"))
             handle.press("Home")
             kind = "sse" if "pi-sse-stepper" in (stepper.get_attribute("class") or "") else "partial"
             name = f"stepper {number + 1} ({kind}) at {width} px"
-            stepper.screenshot(path=str(SCREENSHOTS / f"height-{width}-stepper-{number + 1}-light.png"))
             lines.append(f"{name}: {sorted(heights)} px high")
             if max(heights) > MAX_HEIGHT or len(heights) > 1:
                 too_tall.append(f"{name}: {sorted(heights)}")
