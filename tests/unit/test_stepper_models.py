@@ -33,6 +33,7 @@ pytestmark = pytest.mark.anyio
 CRLF_READS = [b"data: a\r", b"\ndata: b\r\n\r\n"]
 
 
+@pytest.mark.slow
 def test_the_models_import_no_widgets() -> None:
     import subprocess
 

@@ -408,6 +408,7 @@ def test_trace_reads_follows_the_chapter_split_inside_call_1() -> None:
     assert {"pi-stepper", "pi-sse-stepper"} <= set(stepper._dom_classes)
 
 
+@pytest.mark.slow
 def test_nbconvert_html_shows_the_static_table_even_with_saved_widget_state() -> None:
     """nbconvert picks the widget view whenever the state is saved; the static output still shows."""
     import nbformat
