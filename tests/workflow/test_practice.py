@@ -119,7 +119,7 @@ def test_an_existing_non_empty_directory_is_refused_and_left_untouched(tmp_path:
 
 @pytest.mark.slow
 def test_reference_passes_eleven_and_the_checks_beyond(tmp_path: Path) -> None:
-    result = cli("check", "05", cwd=tmp_path)
+    result = cli("check", "05", "--reference", cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
     assert lines[:5] == [
@@ -131,7 +131,8 @@ def test_reference_passes_eleven_and_the_checks_beyond(tmp_path: Path) -> None:
     ]
     beyond = re.fullmatch(r"本章之外的检查：(\d+)/(\d+)", lines[5])
     assert beyond is not None and beyond[1] == beyond[2], lines[5]
-    assert all(line.startswith("  ✓ ") for line in lines[6:])
+    assert all(line.startswith("  ✓ ") for line in lines[6:-1])
+    assert lines[-1] == "第 05 章：完成"
 
 
 @pytest.mark.slow
@@ -139,7 +140,8 @@ def test_fresh_copy_shows_the_first_red_light_then_turns_green_step_by_step(prac
     red = cli("check", "05", cwd=practice)
     assert red.returncode == 1
     assert red.stdout.strip().splitlines() == [
-        "第一次红灯：pi_course 没有导出 ToolDefinition；AgentContext 没有 tools 字段。先完成实践 5.1 的两个类型。"
+        "第 05 章：未完成——第一次红灯：pi_course 没有导出 ToolDefinition；AgentContext 没有 tools 字段。"
+        "先完成实践 5.1 的两个类型。"
     ]
     assert "Traceback" not in red.stdout + red.stderr
 
@@ -174,7 +176,10 @@ def test_fresh_copy_shows_the_first_red_light_then_turns_green_step_by_step(prac
 
     copy_reference(practice, TEACHING_FILES)
     green = cli("check", "05", "--course-only", cwd=practice)
-    assert green.returncode == 0 and green.stdout.splitlines()[-1] == "第 05 章聚焦测试：11/11"
+    assert green.returncode == 0 and green.stdout.splitlines()[-2:] == [
+        "第 05 章聚焦测试：11/11",
+        "第 05 章聚焦测试：完成",
+    ]
 
 
 @pytest.mark.slow
