@@ -109,12 +109,14 @@ async def test_the_experiment_confuses_the_indexes_of_any_adapter_and_then_resto
     assert len([1, 2]) == 2  # the real len is back
 
 
+@pytest.mark.slow
 def test_a_scratch_copy_fails_the_4_2_test_and_leaves_the_tree_alone() -> None:
-    from pi_course.course.checkpoint import run_focused, steps_for
+    from pi_course.course.check import steps_for
+    from pi_course.course.testrun import run_tests
 
     scratch = breakit.ScratchCopy(ROOT)
     try:
-        report = run_focused(steps_for("5.2"), path=scratch.path)
+        report = run_tests(steps_for("5.2"), path=scratch.path)
         assert report.passed.get("5.2") == 2
         assert scratch.fired
     finally:
@@ -175,6 +177,7 @@ def _nbval_lax(copy: Path) -> None:
     assert run.returncode == 0, run.stdout[-3000:]
 
 
+@pytest.mark.slow
 def test_a_fresh_copy_runs_every_notebook_and_shows_what_is_missing(tmp_path: Path) -> None:
     copy = _practice_copy(tmp_path, done=set())
     _nbval_lax(copy)
@@ -185,6 +188,7 @@ def test_a_fresh_copy_runs_every_notebook_and_shows_what_is_missing(tmp_path: Pa
     assert "toolcall_end   #0 read" in overview  # the reference's output, shown as 预期输出
 
 
+@pytest.mark.slow
 def test_with_5_1_done_the_state_machine_notebook_names_5_2(tmp_path: Path) -> None:
     copy = _practice_copy(tmp_path, done={"5.1"})
     texts = "\n".join(_run(copy / "notebooks" / "05-2-state-machine.ipynb"))
@@ -194,6 +198,7 @@ def test_with_5_1_done_the_state_machine_notebook_names_5_2(tmp_path: Path) -> N
     assert "需要先完成" not in outbound and "出站转换：1/1 通过" in outbound
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("done", [{"5.1", "5.2"}, {"5.1", "5.2", "5.3"}], ids=["5.3-pending", "5.4-starter"])
 def test_the_networked_notebooks_run_at_the_later_stages(tmp_path: Path, done: set[str]) -> None:
     copy = _practice_copy(tmp_path, done=done)

@@ -19,7 +19,9 @@ from pathlib import Path
 import pytest
 from learners import NAMES, apply, mistake
 
-from pi_course.course import checkpoint
+from pi_course.course import testrun
+
+pytestmark = pytest.mark.slow  # every test here works in a practice copy through subprocesses
 
 ROOT = Path(__file__).parents[2]
 COURSE_LINES = [
@@ -62,7 +64,7 @@ def check(
     started = time.monotonic()
     result = subprocess.run(
         [sys.executable, "-m", "pi_course", "check", "05", *args],
-        cwd=copy, env=env, capture_output=True, text=True, timeout=checkpoint.RUN_TIMEOUT + 30, check=False,
+        cwd=copy, env=env, capture_output=True, text=True, timeout=testrun.RUN_TIMEOUT + 30, check=False,
     )  # fmt: skip
     return result, time.monotonic() - started
 
@@ -81,6 +83,7 @@ def test_learner_passes_the_course_and_the_beyond_checks(starter: Path, tmp_path
 
 def test_a_completed_copys_notebooks_run_under_nbval_lax(starter: Path, tmp_path: Path) -> None:
     copy = learner_copy(starter, tmp_path, NAMES[-1])
+    notebooks = {path: path.read_bytes() for path in (copy / "notebooks").glob("*.ipynb")}
     result = run(
         ["-m", "pytest", "-q", "--nbval-lax", "--nbval-current-env", "-p", "no:cacheprovider", "-p", "no:randomly",
          "notebooks"],
@@ -88,6 +91,8 @@ def test_a_completed_copys_notebooks_run_under_nbval_lax(starter: Path, tmp_path
     )  # fmt: skip
     assert result.returncode == 0, result.stdout[-4000:]
     assert re.search(r"\b\d+ passed\b", result.stdout)
+    # nbval checks, it does not write.
+    assert notebooks and {path: path.read_bytes() for path in notebooks} == notebooks
 
 
 # Each typical mistake: (learner, module, the learner's text, the mistaken text, lines check must print).
@@ -184,7 +189,7 @@ def test_a_typical_mistake_ends_check_within_its_bound_with_the_decisive_line(
     flags = () if name == "key-kept-in-context" else ("--course-only",)
     result, seconds = check(copy, *flags, bound=HANGS.get(name))
     assert result.returncode == 1, result.stdout
-    assert seconds < SECONDS.get(name, checkpoint.RUN_TIMEOUT), f"{seconds:.1f} s"
+    assert seconds < SECONDS.get(name, testrun.RUN_TIMEOUT), f"{seconds:.1f} s"
     assert "Traceback" not in result.stdout + result.stderr
     lines = result.stdout.splitlines()
     for line in expected:
