@@ -6,11 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NEEDS_311 := import sys; sys.exit(sys.version_info < (3, 11))
 
-<<<<<<< HEAD
-.PHONY: lab test lint unit nbval notebooks bench browser dist clean python-ok
-=======
-.PHONY: lab test lint unit suite nbval notebooks bench browser lite lite-test clean python-ok
->>>>>>> main
+.PHONY: lab test lint unit suite nbval notebooks bench browser dist lite lite-test clean python-ok
 
 # Runs before every target that uses the venv (order-only: it never forces a reinstall). A .venv
 # made by an older Python, or one whose Python is gone, would otherwise fail later in pip.
@@ -73,12 +69,11 @@ bench: $(STAMP)
 browser: $(STAMP)
 	$(BIN)/python -m pytest -q -m browser tests
 
-<<<<<<< HEAD
 # The sdist and the wheel, into dist/ (what .github/workflows/release.yml publishes).
 dist: $(STAMP)
 	rm -rf dist
 	$(BIN)/python -m hatchling build -t sdist -t wheel
-=======
+
 # The offline JupyterLite edition (tools/build_lite.py finds a Python >= 3.12 for the build venv).
 lite: $(STAMP)
 	$(BIN)/python tools/build_lite.py
@@ -86,7 +81,6 @@ lite: $(STAMP)
 # Builds the site, then drives it in Chromium with every host but loopback unresolvable.
 lite-test: lite
 	$(BIN)/python -m pytest -q -m lite -p no:randomly tests/browser/test_lite.py
->>>>>>> main
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache
