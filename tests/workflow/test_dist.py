@@ -14,6 +14,7 @@ import tomllib
 import zipfile
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).parents[2]
@@ -41,6 +42,7 @@ def test_the_release_workflow_publishes_by_trusted_publishing_on_a_tag() -> None
     assert workflow["permissions"] == {"contents": "read"}
 
 
+@pytest.mark.slow
 def test_the_wheel_carries_grade_and_the_copy_workflow(tmp_path: Path) -> None:
     built = subprocess.run(
         [sys.executable, "-m", "hatchling", "build", "-t", "wheel", "-d", str(tmp_path)],

@@ -5,7 +5,7 @@ their typical mistakes, grades it through the command line, asserts every row, t
 the whole class and that the instructor's originals are unchanged. The other tests pin the parts
 on their own with a stand-in for ``check 05 --json`` (a few lines of Python), so they run in
 milliseconds: discovery, safe extraction, the scrubbed environment, killing a process group, and
-the escaping in each output.
+the escaping in each output. Every test that starts a process is marked ``slow``.
 """
 
 from __future__ import annotations
@@ -162,6 +162,7 @@ def test_links_in_an_archive_are_left_out(tmp_path: Path) -> None:
 # --- the check process: environment, time bound, originals ----------------------------------------
 
 
+@pytest.mark.slow
 def test_the_check_sees_no_provider_settings_or_keys(tmp_path: Path) -> None:
     copy = fake_copy(tmp_path / "ada")
     environ = {
@@ -183,6 +184,7 @@ def test_the_check_sees_no_provider_settings_or_keys(tmp_path: Path) -> None:
     assert "sk-" not in json.dumps(env)
 
 
+@pytest.mark.slow
 def test_a_copy_past_its_bound_is_stopped_with_everything_it_started(tmp_path: Path) -> None:
     copy = fake_copy(tmp_path / "loop")
     pid_file = tmp_path / "grandchild.pid"
@@ -219,6 +221,7 @@ def alive(pid: int) -> bool:
     return not (stat.is_file() and ") Z " in stat.read_text())
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_every_running_check_and_starts_no_other(tmp_path: Path) -> None:
     for name in ("a", "b", "c"):
         fake_copy(tmp_path / "class" / name)
@@ -257,6 +260,7 @@ except KeyboardInterrupt:
         assert not alive(check_pid) and not alive(child_pid)
 
 
+@pytest.mark.slow
 def test_the_check_runs_on_a_temporary_copy(tmp_path: Path) -> None:
     copy = fake_copy(tmp_path / "ada")
     (copy / ".venv").mkdir()
@@ -274,6 +278,7 @@ def test_the_check_runs_on_a_temporary_copy(tmp_path: Path) -> None:
     assert tree_digest(copy) == before
 
 
+@pytest.mark.slow
 def test_a_check_without_a_record_is_reported_not_hidden(tmp_path: Path) -> None:
     copy = fake_copy(tmp_path / "ada")
     graded = grade_one(
@@ -347,6 +352,7 @@ def test_the_html_page_escapes_everything_and_loads_nothing() -> None:
     assert not [attrs for _, attrs in tags if any(name in ("src", "href", "action") for name, _ in attrs)]
 
 
+@pytest.mark.slow
 def test_the_command_line_refuses_a_missing_path_in_one_line(tmp_path: Path) -> None:
     result = cli("grade", "05", str(tmp_path / "nowhere"))
     assert result.returncode == 2 and result.stdout == ""
@@ -360,6 +366,7 @@ def test_the_command_line_refuses_a_missing_path_in_one_line(tmp_path: Path) -> 
 # --- the copy's autograding workflow ---------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_practice_copy_ships_github_classroom_autograding(tmp_path: Path) -> None:
     made = cli("practice", "05", str(tmp_path / "lab"))
     assert made.returncode == 0, made.stderr
