@@ -4,6 +4,11 @@
 ("本章之外的检查"). They use only the public API (``from pi_course import …``), so they run
 unchanged against a practice copy. Each check's docstring gives its name (first line) and the
 next step (the ``下一步：`` line) that ``check`` prints when it fails.
+
+Each check is tied, once, to the last practice step it needs: ``@pytest.mark.step("5.x")``
+(``tests/conftest.py`` records it). Until that step's focused tests and every earlier step's
+pass, ``check`` shows the check as 待完成 (pending), never ✓: against a stub, a pass means
+nothing. A check added here needs its marker too (tests/workflow/test_check.py looks).
 """
 
 from __future__ import annotations
@@ -135,10 +140,11 @@ def leaks(error: BaseException) -> list[str]:
     return places
 
 
+@pytest.mark.step("5.4")
 @pytest.mark.parametrize("respond", ERROR_PATHS.values(), ids=ERROR_PATHS.keys())
 async def test_key_stays_out_of_every_error_chain(respond: Respond) -> None:
     """密钥不在错误、错误链（__context__、__cause__）或 traceback 里
-    下一步：pi_course/transport.py 的 stream()：except 块里只记下脱敏后的文字，离开 except 块之后再 raise（在 except 块里 raise … from None，原来的错误仍留在 __context__ 里）
+    下一步：pi_course/transport.py 的 stream()：except 块里只记下脱敏后的文字，离开 except 块之后再 raise。注意：在 except 块里写 raise … from None 不能解决问题——from None 只是不打印原来的错误，它仍留在新错误的 __context__ 里，密钥也就还在
     """
     error: Exception | None = None
     try:
@@ -165,6 +171,7 @@ async def one_terminal(model: OpenAICompatibleModel) -> tuple[list[str], Assista
     return types, await stream.result()
 
 
+@pytest.mark.step("5.3")
 async def test_dropped_connection_ends_in_one_error_event() -> None:
     """连接中途断开：恰好一个 error 终态，partial 保留，没有异常逃出 stream()
     下一步：pi_course/transport.py 的 stream()：读取中的网络异常（httpx.RemoteProtocolError）也要离开 transport，由 adapter 变成 error 终态
@@ -178,6 +185,7 @@ async def test_dropped_connection_ends_in_one_error_event() -> None:
     assert (result.stop_reason, result.content) == ("error", (TextContent("正在"),))
 
 
+@pytest.mark.step("5.3")
 async def test_in_stream_error_payload_ends_in_one_error_event() -> None:
     """流内的 error payload：恰好一个 error 终态，partial 保留
     下一步：pi_course/sse.py 的 parse_payload()：没有 choices 数组的 payload 是一个错误，不能被当成空数据跳过
@@ -194,6 +202,7 @@ async def test_in_stream_error_payload_ends_in_one_error_event() -> None:
     assert (result.stop_reason, result.content) == ("error", (TextContent("正在"),))
 
 
+@pytest.mark.step("5.3")
 async def test_http_error_status_names_the_status() -> None:
     """HTTP 错误状态（401）：一个 error 终态，error_message 写出状态码
     下一步：pi_course/transport.py：读 body 之前先看 response 的状态码，非 2xx 时抛出写明状态码的错误
@@ -211,6 +220,7 @@ async def test_http_error_status_names_the_status() -> None:
 # --- the local provider the notebooks use ---------------------------------------------------------
 
 
+@pytest.mark.step("5.4")
 async def test_local_provider_mainline_over_loopback() -> None:
     """本地 provider（local_model()，真实的 loopback HTTP）走通主线 call-1
     下一步：用 python -m pi_course chat "读取 README.md" 看事件；请求头（Authorization、Content-Type）与 body 要被真实的 HTTP 服务器接受

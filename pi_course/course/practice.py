@@ -23,7 +23,7 @@ from collections.abc import Collection
 from pathlib import Path
 
 from ..chapter.steps import BEYOND_TEST, FOCUSED_TEST, STEPS
-from .checkpoint import PACKAGE, course_root
+from .locate import PACKAGE, course_root
 
 TEACHING_FILES = ("protocol.py", "outbound.py", "adapter.py", "sse.py", "transport.py")
 _BEGIN = re.compile(
@@ -66,6 +66,19 @@ def make_starter(source: str, steps: Collection[str] | None = None) -> str:
     if region is not None:
         raise ValueError("a LAB region is not closed")
     return "".join(out)
+
+
+def lab_regions(source: str) -> list[tuple[str, int, int]]:
+    """Each marked region of a reference module: (step, its BEGIN line, its END line), 1-based."""
+    regions: list[tuple[str, int, int]] = []
+    begin: tuple[str, int] | None = None
+    for number, line in enumerate(source.splitlines(), start=1):
+        if (found := _BEGIN.match(line)) is not None:
+            begin = (found["step"], number)
+        elif begin is not None and _END.match(line):
+            regions.append((*begin, number))
+            begin = None
+    return regions
 
 
 def _replacement(begin: re.Match[str], region: list[str]) -> list[str]:

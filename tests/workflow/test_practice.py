@@ -123,7 +123,8 @@ def test_fresh_copy_shows_the_first_red_light_then_turns_green_step_by_step(prac
     red = cli("check", "05", cwd=practice)
     assert red.returncode == 1
     assert red.stdout.strip().splitlines() == [
-        "第一次红灯：pi_course 没有导出 ToolDefinition；AgentContext 没有 tools 字段。先完成实践 5.1 的两个类型。"
+        "第 05 章：未完成——第一次红灯：pi_course 没有导出 ToolDefinition；AgentContext 没有 tools 字段。"
+        "先完成实践 5.1 的两个类型。"
     ]
     assert "Traceback" not in red.stdout + red.stderr
 
@@ -158,7 +159,10 @@ def test_fresh_copy_shows_the_first_red_light_then_turns_green_step_by_step(prac
 
     copy_reference(practice, TEACHING_FILES)
     green = cli("check", "05", "--course-only", cwd=practice)
-    assert green.returncode == 0 and green.stdout.splitlines()[-1] == "第 05 章聚焦测试：11/11"
+    assert green.returncode == 0 and green.stdout.splitlines()[-2:] == [
+        "第 05 章聚焦测试：11/11",
+        "第 05 章聚焦测试：完成",
+    ]
 
 
 @pytest.mark.slow
