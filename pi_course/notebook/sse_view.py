@@ -150,7 +150,8 @@ def failure_text(failure: DecoderFailure) -> str:
         practice = chapter_steps.step(failure.step)
         where = f"SSEDecoder 在 {practice.files[0]} 里还是占位实现"
         return f"需要先完成实践 {practice.number}（{practice.label}）：{where}。"
-    return f"第 {failure.read} 次读取时 SSEDecoder 出错：{failure.message}"
+    where = f"实践 5.3，{chapter_steps.step('5.3').files[0]}"
+    return f"第 {failure.read} 次读取时 SSEDecoder 出错（{where}）：{failure.message}"
 
 
 # --- assembled: live pages, the static table, the text lines -------------------------------------

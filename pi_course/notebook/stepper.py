@@ -136,7 +136,8 @@ class Stepper(widgets.VBox):  # type: ignore[misc]
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         """The live widget alone (``_ipython_display_`` adds the static table as its own output)."""
         bundle: dict[str, Any] = super()._repr_mimebundle_(**kwargs)
-        bundle["text/plain"] = f"{type(self).__name__}「{self.title}」· {self.count} {self.unit}。{LIVE_NOTE}"
+        live = f"{type(self).__name__}「{self.title}」· {self.count} {self.unit}。{LIVE_NOTE}"
+        bundle["text/plain"] = live if self.count else repr(self)  # no pages: the notice is all
         return bundle
 
     def _ipython_display_(self) -> None:

@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..chapter.wire import mainline_sse_reads
+from .lesson import StepNotDone
 from .markup import CHANGED, CURRENT, MISSING, SIZERS_END, STYLE
 from .partial_model import PartialStep, build_partial_steps, pair_events, provider_index_slots, replay
 from .partial_view import partial_lines, partial_pages, partial_static
@@ -106,8 +107,10 @@ class SSEBufferStepper(Stepper):
     """Step through network reads: the buffer after the append, the lines, the payloads, the rest.
 
     ``reads`` are the ``bytes`` of one response body in the order the network delivered them,
-    fed to the course's :class:`~pi_course.sse.SSEDecoder` (the learner's in a practice copy: a
-    stub or a decoder that raises ends the stepper with one line saying so).
+    fed to the course's :class:`~pi_course.sse.SSEDecoder`, the learner's in a practice copy. A
+    decoder that is still the practice stub raises :class:`~.lesson.StepNotDone` (the notebook's
+    handler names step 5.3 in one line, then shows 预期输出); a decoder that raises on a later
+    read is shown up to there, and one line says what it raised.
     ``SSEBufferStepper.mainline()`` uses :func:`mainline_sse_reads` (two responses, ten reads).
     """
 
@@ -125,9 +128,12 @@ class SSEBufferStepper(Stepper):
         return stepper
 
     def _show(self, trace: SSETrace, title: str) -> None:
+        failure = trace.failure
+        if failure is not None and failure.step is not None and not trace.reads:
+            # A practice stub: begin()'s handler prints the step in one line, then 预期输出.
+            raise StepNotDone(failure.message)
         self.trace = trace
         self.reads: list[ReadStep] = list(trace.reads)
-        failure = trace.failure
         notice = failure_html(failure) if failure is not None else ""
         Stepper.__init__(
             self,

@@ -443,19 +443,49 @@ def test_the_crlf_split_shows_what_sse_decoder_holds_not_a_phantom_blank_line() 
     assert "取出的行: data: a↵ / data: b↵ / [空行] ‖ payload: a\\nb ‖ 留下: 缓冲区为空" in lines[2]
 
 
-def test_a_stub_decoder_gives_one_line_naming_the_step(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_stub_decoder_names_step_5_3_and_a_buggy_one_is_shown_until_it_raises(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from pi_course.notebook.lesson import StepNotDone, missing_step
+
     class Stub:
         pending = ""
 
         def feed(self, chunk: bytes, *, final: bool = False) -> list[Any]:
-            raise NotImplementedError("Lab 5.3: SSEDecoder.feed 尚未实现")
+            raise NotImplementedError("Lab 5.3 SSE 与 unknown 边界 尚未实现")
 
     monkeypatch.setattr("pi_course.sse.SSEDecoder", Stub)
+    with pytest.raises(StepNotDone) as stub:  # begin()'s handler: one line, then 预期输出
+        SSEBufferStepper.mainline()
+    assert missing_step(stub.value) == "5.3"
+
+    class Broken:
+        def __init__(self) -> None:
+            self.pending, self.fed = "", 0
+
+        def feed(self, chunk: bytes, *, final: bool = False) -> list[Any]:
+            self.fed += 1
+            if self.fed == 2:
+                raise IndexError("list index out of range")
+            return []
+
+    monkeypatch.setattr("pi_course.sse.SSEDecoder", Broken)
     stepper = SSEBufferStepper.mainline()
-    line = "需要先完成实践 5.3（SSE 与 unknown 边界）：SSEDecoder 在 pi_course/sse.py 里还是占位实现。"
-    assert repr(stepper).splitlines() == [f"{stepper.title} · 0 次读取", line]
-    assert stepper.pages == [] and line in stepper.stack.children[-1].value
-    assert line in stepper._repr_html_() and stepper.children[1].layout.display == "none"
+    line = "第 2 次读取时 SSEDecoder 出错（实践 5.3，pi_course/sse.py）：IndexError: list index out of range"
+    lines = repr(stepper).splitlines()
+    assert len(lines) == 3 and lines[1].startswith("read 1 (响应 1, 74 字节)") and lines[2] == line
+    assert len(stepper.pages) == 1 and line in stepper.pages[0].value and line in stepper._repr_html_()
+
+    class BrokenAtOnce(Broken):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fed = 1
+
+    monkeypatch.setattr("pi_course.sse.SSEDecoder", BrokenAtOnce)
+    empty = SSEBufferStepper.mainline()
+    assert empty.pages == [] and empty.children[1].layout.display == "none"
+    assert "第 1 次读取时 SSEDecoder 出错" in empty.stack.children[-1].value
+    assert empty._repr_mimebundle_()["text/plain"] == repr(empty)
 
 
 def test_play_the_slider_and_the_arrow_buttons_sit_in_one_row() -> None:
