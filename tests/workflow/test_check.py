@@ -25,7 +25,7 @@ from learners import LEARNERS, apply, merge
 from pi_course.chapter.steps import STEPS
 from pi_course.course import advice, import_failure, testrun
 from pi_course.course.advice import failure_lines, next_step_lines
-from pi_course.course.check import check, steps_for, verdict_of
+from pi_course.course.check import check, check_record, steps_for, verdict_of
 from pi_course.course.testrun import BeyondCheck, Detail, Report, read_junit, run_tests
 
 ROOT = Path(__file__).parents[2]
@@ -295,6 +295,12 @@ def test_json_record_of_a_folder_that_is_not_a_copy(tmp_path: Path) -> None:
     assert (result.returncode, result.stderr) == (2, "")
     record = json_record(result)
     assert record["status"] == "not-a-copy" and record["path"] == str(tmp_path)
+    assert "不是练习副本" in str(record["first_failure"])
+
+
+def test_check_record_from_python_for_a_folder_that_is_not_a_copy(tmp_path: Path) -> None:
+    record = check_record(tmp_path)
+    assert record["status"] == "not-a-copy" and record["focused"] == FOCUSED_NONE
     assert "不是练习副本" in str(record["first_failure"])
 
 
