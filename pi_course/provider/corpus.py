@@ -61,7 +61,11 @@ def _kinds(entries: list[Entry], names: dict[str, str]) -> str:
     if names is KIND_EN:
         text = ", ".join(f"{counts[kind]}× {names[kind]}" for kind in KINDS if counts[kind])
     else:
-        text = "、".join(f"{counts[kind]} 条{names[kind]}" for kind in KINDS if counts[kind])
+        text = "、".join(
+            f"{counts[kind]} 条{' ' * names[kind][0].isascii()}{names[kind]}"
+            for kind in KINDS
+            if counts[kind]
+        )
     return text + (f" ({trimmed} trimmed)" if trimmed and names is KIND_EN else "")
 
 

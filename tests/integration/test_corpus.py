@@ -363,8 +363,8 @@ def test_the_readme_provider_table_is_the_one_rendered_from_the_index() -> None:
 
 def test_05_7_shows_the_summary_rendered_from_the_index() -> None:
     notebook = json.loads((ROOT / "notebooks" / "05-7-real-providers.ipynb").read_text(encoding="utf-8"))
-    cells = [cell for cell in notebook["cells"] if "corpus.summary()" in "".join(cell["source"])]
-    assert len(cells) == 1, "05-7 prints corpus.summary() in one cell"
+    cells = [cell for cell in notebook["cells"] if "print(summary())" in "".join(cell["source"])]
+    assert len(cells) == 1, "05-7 prints pi_course.provider.corpus.summary() in one cell"
     printed = "".join("".join(output.get("text", "")) for output in cells[0]["outputs"])
     assert printed == corpus.summary(INDEX) + "\n"
 
