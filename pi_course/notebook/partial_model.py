@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal, TypeAlias
+from typing import Any, TypeAlias
 
 # --- what the adapter read: ProviderChunks ------------------------------------------------------
 
@@ -48,6 +48,7 @@ ChunkRecord: TypeAlias = TextRead | ToolRead | FinishRead | OtherRead
 
 
 def _field(obj: object, name: str) -> Any:
+    """A field read by name: a copy of the package has the same fields, not the same classes."""
     return getattr(obj, name, None)
 
 
@@ -94,7 +95,6 @@ class OtherBlock:
 
 Block: TypeAlias = TextBlock | ToolCallBlock | OtherBlock
 
-EventKind: TypeAlias = Literal["start", "text_delta", "toolcall_delta", "toolcall_end", "done", "error"]
 SLOT_EVENTS = ("text_delta", "toolcall_delta", "toolcall_end")
 
 

@@ -96,6 +96,7 @@ def test_every_stub_names_its_step_in_message_and_docstring() -> None:
 @pytest.mark.slow
 def test_practice_copy_layout(practice: Path) -> None:
     assert sorted(path.name for path in practice.iterdir()) == [
+        ".github",
         "LEARNING.md",
         "notebooks",
         "pi_course",
