@@ -50,11 +50,14 @@ class StepProblem(Exception):
         self.problem = problem
 
 
-def require(*steps: str) -> None:
-    """Stop the cell, naming the step, unless ``steps`` (and the steps before them) pass their probes."""
+def require(*steps: str, allow_broken: bool = False) -> None:
+    """Stop the cell, naming the step, unless ``steps`` (and the steps before them) pass their probes.
+
+    ``allow_broken`` stops only for a step not written yet (05-5 breaks 5.2 on purpose).
+    """
     last = max(steps)
     found = stages.first_problem(tuple(step for step in _steps.STEP_NUMBERS if step <= last))
-    if found is not None:
+    if found is not None and not (allow_broken and found.kind == "broken"):
         raise StepProblem(found)
 
 
@@ -102,6 +105,19 @@ def final_message(events: Sequence[ModelEvent]) -> AssistantMessage:
     if last.type == "error":
         return last.error
     raise ValueError(f"the stream has not ended: its last event is {last.type}")
+
+
+def reveal(prediction: object, actual: object) -> bool:
+    """An exercise's answer only after the learner wrote a prediction (``...`` means not yet)."""
+    if prediction is ...:
+        print("先把 ... 换成你的预测，再运行这一格（参考答案在下面折叠的「对照答案」里）。")
+        return False
+    same = prediction == actual or (isinstance(prediction, set | frozenset) and prediction == set(actual))  # type: ignore[call-overload]
+    shown = sorted(actual) if isinstance(actual, set | frozenset) else actual
+    print(f"你的预测：{prediction!r}")
+    print(f"实际结果：{shown!r}")
+    print("✓ 一样" if same else "✗ 不一样：对照提示再想一想，哪里和你想的不同？")
+    return same
 
 
 # --- the reference outputs a practice copy shows ---------------------------------------------------
