@@ -188,8 +188,13 @@ class AdapterState:
     line: int | None = None  # 1-based line number in adapter.py
     text: str = ""
 
-    def describe(self) -> str:
+    def describe(self, *, restoring: bool = False) -> str:
+        """Where the file stands and what to do next; ``restoring`` for the last step, putting it back."""
         where = f"pi_course/adapter.py 第 {self.line} 行：{self.text.strip()}" if self.line else ""
+        if restoring and self.state == "as-written":
+            return f"已恢复：{where}\n  新工具的槽位又记成 content 当时的长度。"
+        if restoring and self.state == "broken":
+            return f"还是改坏的：{where}\n  把 chunk.index 改回 len(…)，保存，再运行这一格。"
         if self.state == "as-written":
             return (
                 f"原样：{where}\n"

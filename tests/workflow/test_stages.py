@@ -45,8 +45,9 @@ STUB = re.compile(r'NotImplementedError\("Lab (5\.\d)|# starter: Lab (5\.\d)')
 class Stage:
     learner: str
     done: tuple[str, ...]
-    broken: str | None = None  # the step a mistake breaks
+    broken: str | None = None  # the step a mistake breaks (its focused tests fail)
     mistake: tuple[str, str, str] | None = None  # (module, the learner's text, the mistaken text)
+    chapter_says: str = ""  # what 05-4's whole-chapter checkpoint must print (a beyond check)
 
 
 ALL = ("5.1", "5.2", "5.3", "5.4")
@@ -66,14 +67,15 @@ STAGES = {
         "bo", ALL, "5.3", ("sse.py", "self._buffer = lines.pop()", 'self._buffer = ""  # every read taken as whole lines')
     ),
     "key-in-context": Stage(
-        "ada", ALL, "5.4",
+        "ada", ALL, None,
         ("transport.py",
          "failure = ProviderTransportError(self._key.redact(str(error) or type(error).__name__))",
          "raise ProviderTransportError(self._key.redact(str(error) or type(error).__name__)) from None"),
+        chapter_says="✗ 密钥不在错误、错误链",
     ),
 }  # fmt: skip
 
-RECORDER = '''
+RECORDER = """
 import json, os
 import pytest
 
@@ -92,7 +94,7 @@ def pytest_runtest_makereport(item, call):
               "outcome": outcome.get_result().outcome, "output": "".join(texts)}
     with open(os.environ["STAGE_RECORD"], "a", encoding="utf-8") as file:
         file.write(json.dumps(record, ensure_ascii=False) + "\\n")
-'''
+"""
 
 
 def stubs_by_step(starter: str) -> dict[str, str]:
@@ -118,7 +120,10 @@ def apply_steps(copy: Path, learner: str, done: tuple[str, ...]) -> None:
         source = path.read_text(encoding="utf-8")
         lines = source.splitlines(keepends=True)
         for node in reversed(ast.parse(source).body):  # drop the functions of steps not done
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and stubs.get(node.name, "5.1") not in done:
+            if (
+                isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+                and stubs.get(node.name, "5.1") not in done
+            ):
                 first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
                 del lines[first - 1 : node.end_lineno]
         target.write_text(merge(starter, "".join(lines)), encoding="utf-8")
@@ -148,7 +153,11 @@ def run_notebooks(copy: Path) -> Run:
         cwd=copy, env=env, capture_output=True, text=True, timeout=900, check=False,
     )  # fmt: skip
     seconds = time.monotonic() - started
-    cells = [json.loads(line) for line in record.read_text(encoding="utf-8").splitlines()] if record.exists() else []
+    cells = (
+        [json.loads(line) for line in record.read_text(encoding="utf-8").splitlines()]
+        if record.exists()
+        else []
+    )
     return Run(result.returncode, result.stdout[-6000:] + result.stderr[-2000:], cells, seconds)
 
 
@@ -157,7 +166,10 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Run]]:
     base = tmp_path_factory.mktemp("stages")
     starter = base / "starter"
     made = subprocess.run(
-        [sys.executable, "-m", "pi_course", "practice", "05", str(starter)], cwd=ROOT, capture_output=True, text=True
+        [sys.executable, "-m", "pi_course", "practice", "05", str(starter)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
     )
     assert made.returncode == 0, made.stderr
     copies = {}
@@ -172,8 +184,11 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Run]]:
     with ThreadPoolExecutor(max_workers=2) as pool:  # the machine has two cores
         results = dict(zip(copies, pool.map(run_notebooks, copies.values()), strict=True))
     wall = time.monotonic() - started
-    print(f"\nstage matrix: {len(copies)} copies in {wall:.1f} s wall ("
-          + ", ".join(f"{name} {run.seconds:.1f} s" for name, run in results.items()) + ")")
+    print(
+        f"\nstage matrix: {len(copies)} copies in {wall:.1f} s wall ("
+        + ", ".join(f"{name} {run.seconds:.1f} s" for name, run in results.items())
+        + ")"
+    )
     yield results
 
 
@@ -190,13 +205,16 @@ def test_every_notebook_runs_to_its_end_under_nbval_lax(runs: dict[str, Run], na
 @pytest.mark.parametrize("name", STAGES)
 def test_cells_that_need_a_missing_step_say_which(runs: dict[str, Run], name: str) -> None:
     stage = STAGES[name]
-    said = set(re.findall(r"需要先完成实践 (5\.\d)", "\n".join(cell["output"] for cell in runs[name].cells)))
+    printed = "\n".join(cell["output"] for cell in runs[name].cells)
+    said = set(re.findall(r"需要先完成实践 (5\.\d)", printed))
     missing = {step for step in ALL if step not in stage.done}
     assert said <= missing, f"{name}: cells ask for {said}, but only {missing} are missing"
-    if missing - {"5.4"}:  # the 5.4 starters run (naively): nothing stops for them
+    if missing:
         assert min(missing) in said
+    blamed = set(re.findall(r"实践 (5\.\d)（[^）]*）的代码还有问题", printed))
+    assert blamed <= ({stage.broken} if stage.broken else set()), f"{name}: cells blame {blamed}"
     for cell in runs[name].cells:
-        if "需要先完成实践" in cell["output"]:
+        if "需要先完成实践" in cell["output"] or "的代码还有问题" in cell["output"]:
             assert "预期输出" in cell["output"], cell
 
 
@@ -204,11 +222,29 @@ def test_cells_that_need_a_missing_step_say_which(runs: dict[str, Run], name: st
 def test_each_checkpoint_cell_names_its_step(runs: dict[str, Run], name: str) -> None:
     stage = STAGES[name]
     for notebook, step in CHECKPOINTS.items():
-        cells = [cell for cell in runs[name].cells if cell["notebook"].startswith(notebook) and "check(" in cell["source"]]
+        cells = [
+            cell
+            for cell in runs[name].cells
+            if cell["notebook"].startswith(notebook) and "check(" in cell["source"]
+        ]
         assert cells, f"{notebook}: no checkpoint cell ran"
         printed = cells[0]["output"]
         passed = f"{LABELS[step]}：{EXPECTED[step]}/{EXPECTED[step]} 通过"
         if step in stage.done and stage.broken != step:
             assert passed in printed, f"{name} {notebook}: {printed}"
         else:
-            assert LABELS[step] in printed and passed not in printed, f"{name} {notebook}: {printed}"
+            named = LABELS[step] in printed or f"实践 {step}" in printed  # fresh: the first red light names 5.1
+            assert named and passed not in printed, f"{name} {notebook}: {printed}"
+    chapter = [
+        cell
+        for cell in runs[name].cells
+        if cell["notebook"].startswith("05-4") and "check(beyond" in cell["source"]
+    ]
+    assert chapter and stage.chapter_says in chapter[0]["output"], chapter
+
+
+def test_a_deliberately_broken_slot_is_what_05_5_finds(runs: dict[str, Run]) -> None:
+    printed = runs["index-as-slot"].outputs("05-5")
+    assert "已改坏：pi_course/adapter.py 第" in printed and "chunk.index" in printed
+    assert "normalized transport 状态机：2/3" in printed
+    assert "原样：" in runs["5.1-5.2"].outputs("05-5")
