@@ -191,8 +191,6 @@ def test_reveal_shows_the_answer_only_after_a_prediction(capsys: pytest.CaptureF
     assert not lesson.reveal("x", "y")
     printed = capsys.readouterr().out.splitlines()
     assert printed[0].startswith("你的预测：{") and printed[1:3] == ["实际结果：['a', 'b']", "✓ 一样"]
-        "你的预测：{"
-    )
     assert printed[-1].startswith("✗ 不一样")
 
 
