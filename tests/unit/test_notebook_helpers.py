@@ -6,6 +6,7 @@ tests/workflow/test_stages.py (slow).
 
 from __future__ import annotations
 
+import base64
 from pathlib import Path
 
 import nbformat
@@ -17,7 +18,7 @@ from pi_course import FinishChunk, OpenAICompatibleModel, TextChunk, ToolChunk, 
 from pi_course.chapter.fixtures import DIAGNOSTIC_4_2_CHUNKS, mainline_context
 from pi_course.chapter.steps import STEP_NUMBERS
 from pi_course.notebook import breakit, lesson, stages
-from pi_course.notebook.diagrams import overview, sse_layers
+from pi_course.notebook.diagrams import overview, png_source_digest, sse_layers, with_source_digest
 from pi_course.notebook.display import chunk_table
 from pi_course.protocol import AssistantMessage, ErrorEvent, StartEvent, assistant_message
 
@@ -120,13 +121,25 @@ def test_a_scratch_copy_fails_the_4_2_test_and_leaves_the_tree_alone() -> None:
     assert not scratch.path.exists()
 
 
-def test_diagrams_are_themed_svg_with_a_text_form() -> None:
+def test_diagrams_are_images_an_untrusted_notebook_draws_with_a_text_form() -> None:
     for diagram in (overview(), sse_layers()):
-        svg = diagram._repr_html_()
-        assert svg.startswith("<svg") and "var(--jp-ui-font-color1" in svg
-        assert "#fff3b0" not in svg
-        assert "ProviderChunk" in repr(diagram)
+        data, metadata = diagram._repr_mimebundle_()
+        assert "text/html" not in data  # JupyterLab strips inline SVG from untrusted HTML
+        assert data["image/svg+xml"].startswith("<svg") and "#fff3b0" not in data["image/svg+xml"]
+        png = base64.b64decode(data["image/png"])
+        assert png.startswith(b"\x89PNG\r\n\x1a\n")
+        assert png_source_digest(png) == diagram.svg_digest, "stale PNG: run tools/render_diagrams.py"
+        assert metadata == {"image/png": {"width": diagram.width}}
+        assert "ProviderChunk" in repr(diagram) and data["text/plain"] == repr(diagram)
     assert "返回方向" in overview().svg and "发送方向" in overview().svg
+
+
+def test_a_png_text_chunk_round_trips_and_an_edited_svg_is_stale() -> None:
+    png = overview().png_path.read_bytes()
+    assert png_source_digest(with_source_digest(png, "ab" * 32)) == "ab" * 32  # the newest chunk comes first
+    plain = b"\x89PNG\r\n\x1a\n" + png[8:33]  # the header chunk alone
+    assert png_source_digest(plain) is None
+    assert png_source_digest(with_source_digest(plain, "cd" * 32)) == "cd" * 32
 
 
 # --- which step is missing or broken: the probes -------------------------------------------------
