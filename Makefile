@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NEEDS_311 := import sys; sys.exit(sys.version_info < (3, 11))
 
-.PHONY: lab test lint unit nbval notebooks bench browser clean python-ok
+.PHONY: lab test lint unit suite nbval notebooks bench browser lite lite-test clean python-ok
 
 # Runs before every target that uses the venv (order-only: it never forces a reinstall). A .venv
 # made by an older Python, or one whose Python is gone, would otherwise fail later in pip.
@@ -40,15 +40,25 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check pi_course tests bench tools
 	$(BIN)/mypy --strict pi_course
 
-unit: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not browser" tests
+# pytest-xdist workers for `make suite` and `make nbval` (most of their time is spent in subprocesses
+# and notebook kernels): `make test WORKERS=4` on a bigger machine, WORKERS=0 to run in one process.
+WORKERS ?= 2
 
+# The fast loop: everything that starts no Python process and no notebook kernel (well under 30 s).
+unit: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not slow and not browser" tests
+
+# Every test but the browser's, the slow ones included.
+suite: $(STAMP)
+	$(BIN)/python -m pytest -q -n $(WORKERS) -m "not browser" tests
+
+# --dist loadscope keeps each notebook's cells together, in order, on one kernel.
 nbval: $(STAMP)
 	@if ls notebooks/*.ipynb >/dev/null 2>&1; then \
-	  $(BIN)/python -m pytest -q --nbval --nbval-current-env -p no:randomly notebooks/; \
+	  $(BIN)/python -m pytest -q -n $(WORKERS) --dist loadscope --nbval --nbval-current-env -p no:randomly notebooks/; \
 	else echo "no notebooks yet"; fi
 
-test: lint unit nbval
+test: lint suite nbval
 
 notebooks: $(STAMP)
 	$(BIN)/python tools/run_notebooks.py notebooks/*.ipynb
@@ -58,6 +68,14 @@ bench: $(STAMP)
 
 browser: $(STAMP)
 	$(BIN)/python -m pytest -q -m browser tests
+
+# The offline JupyterLite edition (tools/build_lite.py finds a Python >= 3.12 for the build venv).
+lite: $(STAMP)
+	$(BIN)/python tools/build_lite.py
+
+# Builds the site, then drives it in Chromium with every host but loopback unresolvable.
+lite-test: lite
+	$(BIN)/python -m pytest -q -m lite -p no:randomly tests/browser/test_lite.py
 
 clean:
 	rm -rf $(VENV) build .pytest_cache .mypy_cache .ruff_cache

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from collections.abc import Mapping
 from urllib.parse import urlsplit
@@ -104,9 +105,19 @@ def local_model(script: str = LOCAL_DEFAULT_MODEL, *, strict: bool = True) -> Op
 
     The transport sends a placeholder key (:data:`LOCAL_API_KEY`), which the local provider
     ignores, and is strict (the chapter's reader) unless ``strict=False``: replaying a real
-    provider's recording (``"recorded/<name>"``) the way :func:`connect` would read it.
+    provider's recording (``"recorded/<name>"``) the way :func:`connect` would read it. In a
+    browser (``sys.platform == "emscripten"``) the provider's app runs in this process instead of
+    on loopback (:mod:`.inprocess`): the same events, streamed the same way.
     """
-    transport = OpenAICompatibleTransport(base_url=local_provider_url(), api_key=LOCAL_API_KEY, strict=strict)
+    if sys.platform == "emscripten":  # a browser (JupyterLite): no sockets, the app runs in process
+        from .inprocess import IN_PROCESS_BASE_URL, local_client
+
+        transport = OpenAICompatibleTransport(
+            base_url=IN_PROCESS_BASE_URL, api_key=LOCAL_API_KEY, client=local_client(), strict=strict
+        )
+    else:
+        url = local_provider_url()
+        transport = OpenAICompatibleTransport(base_url=url, api_key=LOCAL_API_KEY, strict=strict)
     return OpenAICompatibleModel(provider=LOCAL_PROVIDER_NAME, model=script, transport=transport)
 
 

@@ -108,6 +108,7 @@ async def test_the_experiment_confuses_the_indexes_of_any_adapter_and_then_resto
     assert len([1, 2]) == 2  # the real len is back
 
 
+@pytest.mark.slow
 def test_a_scratch_copy_fails_the_4_2_test_and_leaves_the_tree_alone() -> None:
     from pi_course.course.checkpoint import run_focused, steps_for
 

@@ -66,7 +66,7 @@ def test_lab_is_all_a_learner_needs_and_dev_adds_the_contributors_tools() -> Non
     assert {"pytest", "anyio", "nbval", "httpx-sse", "openai", "jupyterlab", "ipywidgets"} <= lab
     assert {requirement(spec)[0] for spec in optional["serve"]} <= lab
     assert "pi-course[lab]" in optional["dev"]
-    assert {"ruff", "mypy", "hypothesis", "playwright", "hatchling"} <= dev
+    assert {"ruff", "mypy", "hypothesis", "playwright", "hatchling", "pytest-xdist"} <= dev
     assert not (lab & dev)
 
 

@@ -55,6 +55,7 @@ def edit(copy: Path, module: str, old: str, new: str) -> None:
     path.write_text(source.replace(old, new), encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_fresh_copy_gives_the_first_red_light_in_one_line(tmp_path: Path) -> None:
     copy = new_practice(tmp_path / "lab")
     result = cli("check", "05", cwd=copy)
@@ -65,6 +66,7 @@ def test_fresh_copy_gives_the_first_red_light_in_one_line(tmp_path: Path) -> Non
     assert result.stderr == ""
 
 
+@pytest.mark.slow
 def test_reference_passes_the_course_then_the_beyond_checks(tmp_path: Path) -> None:
     result = cli("check", "05", cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -82,6 +84,7 @@ def test_reference_passes_the_course_then_the_beyond_checks(tmp_path: Path) -> N
     assert len(lines[6:]) >= 5 and all(line.startswith("  ✓ ") for line in lines[6:])
 
 
+@pytest.mark.slow
 def test_course_only_runs_the_eleven_alone_and_verbose_prints_pytests_report_first(tmp_path: Path) -> None:
     result = cli("check", "05", "-v", "--course-only", cwd=tmp_path)
     assert result.returncode == 0
@@ -90,11 +93,13 @@ def test_course_only_runs_the_eleven_alone_and_verbose_prints_pytests_report_fir
     assert result.stdout.splitlines()[-5:] == COURSE_LINES
 
 
+@pytest.mark.slow
 def test_python_check_runs_the_course_alone(capsys: pytest.CaptureFixture[str]) -> None:
     assert checkpoint.check()  # what a notebook's checkpoint cell calls
     assert capsys.readouterr().out.splitlines() == COURSE_LINES
 
 
+@pytest.mark.slow
 def test_check_inside_a_copys_subfolder_checks_the_copy_not_the_reference(tmp_path: Path) -> None:
     copy = completed(tmp_path / "lab")
     edit(copy, "outbound.py", "def to_provider_messages(context: AgentContext) -> list[WireMessage]:\n",
@@ -110,6 +115,7 @@ def test_check_inside_a_copys_subfolder_checks_the_copy_not_the_reference(tmp_pa
         assert result.stderr == ""
 
 
+@pytest.mark.slow
 def test_a_module_that_does_not_import_is_one_line_wherever_it_is_found(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -141,6 +147,7 @@ def test_a_module_that_does_not_import_is_one_line_wherever_it_is_found(
     assert plain.stderr.rstrip().endswith("SyntaxError: expected ':'")
 
 
+@pytest.mark.slow
 def test_an_import_error_names_the_importing_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     copy = completed(tmp_path / "lab")
     edit(copy, "transport.py", "from .sse import iter_provider_chunks, iter_sse_events\n",
@@ -190,6 +197,7 @@ def test_only_the_course_command_line_turns_an_import_error_into_one_line(
     assert checkpoint.is_course_cli(orig_argv, argv) is expected
 
 
+@pytest.mark.slow
 def test_a_blocked_read_is_named_with_its_meaning_within_the_bound(tmp_path: Path) -> None:
     copy = completed(tmp_path / "lab")
     # Reads handed out directly, not raced against the abort signal.
@@ -209,6 +217,7 @@ def test_a_blocked_read_is_named_with_its_meaning_within_the_bound(tmp_path: Pat
     assert "given.AbortRace" in result.stdout
 
 
+@pytest.mark.slow
 def test_a_loop_that_never_awaits_is_stopped_and_named(tmp_path: Path) -> None:
     copy = completed(tmp_path / "lab")
     edit(copy, "outbound.py", "def to_provider_messages(context: AgentContext) -> list[WireMessage]:\n",
@@ -229,6 +238,7 @@ def test_a_loop_that_never_awaits_is_stopped_and_named(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.slow
 def test_a_loop_in_feed_is_not_blamed_on_the_abort_race(tmp_path: Path) -> None:
     copy = completed(tmp_path / "lab")
     # Waits for the rest of a line inside feed() itself: a loop that never awaits (nor allocates).
@@ -259,6 +269,7 @@ def test_a_loop_in_feed_is_not_blamed_on_the_abort_race(tmp_path: Path) -> None:
     assert "AbortRace" not in "\n".join(lines) and "abort" not in "\n".join(lines[1:])
 
 
+@pytest.mark.slow
 def test_a_process_past_the_whole_run_bound_is_stopped_and_the_test_named(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -276,6 +287,7 @@ def test_a_process_past_the_whole_run_bound_is_stopped_and_the_test_named(
     assert not report.ok()
 
 
+@pytest.mark.slow
 def test_failures_show_both_strings_in_full_and_the_error_message_of_an_error_event(tmp_path: Path) -> None:
     copy = completed(tmp_path / "lab")
     edit(
@@ -296,6 +308,7 @@ def test_failures_show_both_strings_in_full_and_the_error_message_of_an_error_ev
     assert "      你的代码发出了 error 事件，error_message：'list assignment index out of range'" in lines
 
 
+@pytest.mark.slow
 def test_ctrl_c_ends_check_with_one_line_and_130(tmp_path: Path) -> None:
     copy = completed(tmp_path / "lab")
     edit(copy, "transport.py", "yield abort.iterate(response.aiter_bytes())", "yield response.aiter_bytes()")

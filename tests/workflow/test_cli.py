@@ -158,6 +158,7 @@ def test_the_copy_carries_its_target_and_the_package_data(copy: Path) -> None:
     assert (copy / "tests" / "test_05_beyond.py").is_file()
 
 
+@pytest.mark.slow
 def test_practice_run_inside_a_copy_makes_the_same_copy(copy: Path, tmp_path: Path) -> None:
     result = run_in(copy, "practice", "05", str(tmp_path / "again"))
     assert result.returncode == 0, result.stdout + result.stderr
@@ -210,6 +211,7 @@ def test_learning_md_says_which_stubs_belong_to_which_step(copy: Path) -> None:
 # --- checkpoint ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_checkpoint_diff_inside_a_copy_prints_the_target_diff(copy: Path) -> None:
     result = run_in(copy, "checkpoint", "05", "--diff")
     assert result.returncode == 0, result.stderr
@@ -229,6 +231,7 @@ def test_checkpoint_diff_mine_and_its_misuse(capsys: pytest.CaptureFixture[str])
     assert code == 2 and "--diff" in line
 
 
+@pytest.mark.slow
 def test_checkpoint_diff_mine_from_a_copys_subfolder_diffs_the_copy(copy: Path) -> None:
     # In notebooks/ the running pi_course is the reference (nothing to import there), as in check.
     result = run_in(copy / "notebooks", "checkpoint", "05", "--diff", "--mine")
@@ -237,6 +240,7 @@ def test_checkpoint_diff_mine_from_a_copys_subfolder_diffs_the_copy(copy: Path) 
     assert result.stdout == run_in(copy, "checkpoint", "05", "--diff", "--mine").stdout
 
 
+@pytest.mark.slow
 def test_a_copy_without_its_target_says_so(tmp_path: Path) -> None:
     old = create_practice(tmp_path / "old")
     for path in sorted((old / "pi_course" / TARGET_FOLDER).iterdir()):
@@ -250,6 +254,7 @@ def test_a_copy_without_its_target_says_so(tmp_path: Path) -> None:
 # --- chat ---------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_chat_before_5_1_in_a_copy(copy: Path) -> None:
     result = run_in(copy, "chat", "读取 README.md")
     output = (result.stdout + result.stderr).strip()

@@ -21,6 +21,8 @@ from learners import NAMES, apply, mistake
 
 from pi_course.course import checkpoint
 
+pytestmark = pytest.mark.slow  # every test here works in a practice copy through subprocesses
+
 ROOT = Path(__file__).parents[2]
 COURSE_LINES = [
     "出站转换：1/1 通过",
@@ -81,6 +83,7 @@ def test_learner_passes_the_course_and_the_beyond_checks(starter: Path, tmp_path
 
 def test_a_completed_copys_notebooks_run_under_nbval_lax(starter: Path, tmp_path: Path) -> None:
     copy = learner_copy(starter, tmp_path, NAMES[-1])
+    notebooks = {path: path.read_bytes() for path in (copy / "notebooks").glob("*.ipynb")}
     result = run(
         ["-m", "pytest", "-q", "--nbval-lax", "--nbval-current-env", "-p", "no:cacheprovider", "-p", "no:randomly",
          "notebooks"],
@@ -88,6 +91,8 @@ def test_a_completed_copys_notebooks_run_under_nbval_lax(starter: Path, tmp_path
     )  # fmt: skip
     assert result.returncode == 0, result.stdout[-4000:]
     assert re.search(r"\b\d+ passed\b", result.stdout)
+    # nbval checks, it does not write.
+    assert notebooks and {path: path.read_bytes() for path in notebooks} == notebooks
 
 
 # Each typical mistake: (learner, module, the learner's text, the mistaken text, lines check must print).
