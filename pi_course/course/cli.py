@@ -8,7 +8,7 @@ import os
 import re
 import socket
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from ..chapter.steps import STEP_NUMBERS
@@ -32,6 +32,21 @@ def _port(value: str) -> int:
     if not 1 <= port <= 65535:
         raise argparse.ArgumentTypeError(f"必须是 1 到 65535 之间的整数，收到 {value!r}")
     return port
+
+
+def _positive(kind: type[int] | type[float]) -> Callable[[str], float]:
+    """An argparse type for a positive, finite ``int`` or ``float`` (``grade --jobs``, ``--timeout``)."""
+
+    def parse(value: str) -> float:
+        try:
+            number = kind(value)
+        except ValueError:
+            number = 0
+        if not 0 < number < float("inf"):
+            raise argparse.ArgumentTypeError(f"必须是正{'整' if kind is int else ''}数，收到 {value!r}")
+        return number
+
+    return parse
 
 
 def _model_help() -> str:
@@ -223,6 +238,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     checkpoint.add_argument("--diff", action="store_true", help="print the target diff: starter → target")
     checkpoint.add_argument("--mine", action="store_true", help="with --diff: from your files to the target")
 
+    grade = commands.add_parser(
+        "grade",
+        help="check a class of practice copies (folders, folders of copies, .zip/.tar.gz), in parallel",
+        description="Check every practice copy: each on a temporary copy, in its own process group, "
+        "with a time bound and an environment without provider settings or keys. "
+        "Prints a table (unfinished copies first) and writes the files asked for.",
+    )
+    grade.add_argument("chapter", choices=["05"])
+    grade.add_argument(
+        "paths", nargs="+", metavar="PATH", help="a copy, a folder of copies, or a .zip/.tar.gz of one"
+    )
+    grade.add_argument("--json", dest="json_file", metavar="F", help="write the records as a JSON list")
+    grade.add_argument("--csv", dest="csv_file", metavar="F", help="write one CSV row per copy")
+    grade.add_argument("--html", dest="html_file", metavar="F", help="write one self-contained HTML page")
+    grade.add_argument(
+        "--jobs", type=_positive(int), metavar="N", help="copies checked at once (default: CPU count)"
+    )
+    grade.add_argument(
+        "--timeout", type=_positive(float), default=120.0, metavar="S", help="seconds per copy (default: 120)"
+    )
+
     try:
         args, extra = parser.parse_known_args(argv)
         if extra:  # named by the subcommand that did not take them, with its own --help
@@ -271,6 +307,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .checkpoint import checkpoint_command
 
         return checkpoint_command(args.diff, args.mine)
+    if args.command == "grade":
+        from .grade_report import run as run_grade
+
+        try:
+            return run_grade(
+                args.paths, json_file=args.json_file, csv_file=args.csv_file, html_file=args.html_file,
+                jobs=args.jobs, timeout=args.timeout,
+            )  # fmt: skip
+        except KeyboardInterrupt:
+            _say("grade 已中断（Ctrl-C），没有留下检查进程。")
+            return EXIT_INTERRUPTED
     parser.error(f"unknown command {args.command}")
 
 
