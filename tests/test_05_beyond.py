@@ -234,3 +234,84 @@ async def test_local_provider_mainline_over_loopback() -> None:
     assert types[-1] == "done", f"终态是 {types[-1]}：{result.error_message!r}"
     assert result.content == (ToolCall("call-1", "read", {"path": "README.md"}, '{"path":"README.md"}'),)
     assert result.stop_reason == "toolUse"
+
+
+# --- the chapter's narrowing, rule by rule (practice 5.3) -------------------------------------------
+
+
+def choice_payload(delta: object) -> dict[str, object]:
+    return {"choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
+
+
+def tool_payload(**call: object) -> dict[str, object]:
+    return choice_payload({"tool_calls": [{"index": 0, "id": "call-1", **call}]})
+
+
+# (the payload, the JSON path the error must name): each one a rule the chapter states.
+NARROWING = {
+    "content-not-a-string": (choice_payload({"content": 42}), "choices[0].delta.content"),
+    "delta-not-an-object": (choice_payload([]), "choices[0].delta"),
+    "tool-calls-not-an-array": (choice_payload({"tool_calls": {}}), "choices[0].delta.tool_calls"),
+    "tool-call-not-an-object": (choice_payload({"tool_calls": [1]}), "choices[0].delta.tool_calls[0]"),
+    "tool-index-missing": (
+        choice_payload({"tool_calls": [{"id": "call-1", "function": {"name": "read"}}]}),
+        "choices[0].delta.tool_calls[0].index",
+    ),
+    "tool-index-negative": (tool_payload(index=-1), "choices[0].delta.tool_calls[0].index"),
+    "tool-index-not-whole": (tool_payload(index=1.5), "choices[0].delta.tool_calls[0].index"),
+    "tool-index-too-big": (tool_payload(index=2**53), "choices[0].delta.tool_calls[0].index"),
+    "tool-id-not-a-string": (tool_payload(id=7), "choices[0].delta.tool_calls[0].id"),
+    "tool-name-not-a-string": (
+        tool_payload(function={"name": 7}),
+        "choices[0].delta.tool_calls[0].function.name",
+    ),
+    "tool-arguments-not-a-string": (
+        tool_payload(function={"arguments": {"path": "README.md"}}),
+        "choices[0].delta.tool_calls[0].function.arguments",
+    ),
+    "empty-choices-without-usage": ({"choices": []}, "choices"),
+    "two-choices": ({"choices": [{"delta": {}}, {"delta": {}}]}, "choices"),
+    "usage-not-an-object": ({"choices": [], "usage": [12]}, "usage"),
+    "usage-count-negative": ({"choices": [], "usage": {"prompt_tokens": -1}}, "usage.prompt_tokens"),
+    "usage-count-a-string": ({"choices": [], "usage": {"completion_tokens": "8"}}, "usage.completion_tokens"),
+    "usage-count-a-bool": ({"choices": [], "usage": {"total_tokens": True}}, "usage.total_tokens"),
+}
+
+
+@pytest.mark.step("5.3")
+@pytest.mark.parametrize(("payload", "path"), NARROWING.values(), ids=NARROWING.keys())
+async def test_each_narrowing_rule_of_the_chapter_names_its_json_path(payload: object, path: str) -> None:
+    """本章的每条收窄规则：不合形状的外部数据以 error 结束，错误信息写出 JSON 路径，partial 保留
+    下一步：pi_course/sse.py 的 parse_payload() 与校验函数（_record、_string、_token_count、_usage、_tool_chunk）：按本章的收窄路径逐层检查，错误信息以 Invalid provider chunk: 开头并写出字段路径
+    """
+
+    def respond(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers=SSE_HEADERS, content=sse(text_payload("正在"), payload))
+
+    types, result = await one_terminal(model_over(respond))
+    assert types[-1] == "error", f"终态是 {types[-1]}：这条 payload 应当被拒绝"
+    message = result.error_message or ""
+    assert message.startswith("Invalid provider chunk: "), f"error_message：{message!r}"
+    assert path in message, f"error_message 没有写出 {path}：{message!r}"
+    assert result.content == (TextContent("正在"),)
+
+
+@pytest.mark.step("5.3")
+async def test_finish_reason_and_usage_in_one_payload_make_one_finish() -> None:
+    """finish_reason 与 usage 在同一条 payload 里：一个 done，usage 原样保留
+    下一步：pi_course/sse.py 的 read_provider_chunks()：记下结束原因，合并每一条 payload 带来的 usage，最后只产出一个 finish chunk
+    """
+    finish = {
+        "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
+    }
+
+    def respond(request: httpx.Request) -> httpx.Response:
+        body = sse(text_payload("好"), finish) + b"data: [DONE]\n\n"
+        return httpx.Response(200, headers=SSE_HEADERS, content=body)
+
+    types, result = await one_terminal(model_over(respond))
+    assert types == ["start", "text_delta", "done"], types
+    assert (result.stop_reason, result.usage.input, result.usage.output, result.usage.total_tokens) == (
+        "stop", 3, 1, 4,
+    )  # fmt: skip

@@ -27,8 +27,8 @@ HINTS = {
     "test_normalized_transport_length": "pi_course/adapter.py 的 _events()：finish 为 length 时不解析参数，"
     "原文留在 arguments 与 raw_arguments",
     "test_sse_interleaved": "pi_course/sse.py 的 SSEDecoder.feed()（行缓冲：一次网络读取不是一条 event）、"
-    "parse_payload()、iter_provider_chunks()（finish reason 与尾随 usage 合成一个 finish chunk）",
-    "test_sse_missing_finish": "pi_course/sse.py 的 iter_provider_chunks()：没有 finish reason 时不产出 "
+    "parse_payload()、read_provider_chunks()（finish reason 与尾随 usage 合成一个 finish chunk）",
+    "test_sse_missing_finish": "pi_course/sse.py 的 read_provider_chunks()：没有 finish reason 时不产出 "
     "finish chunk；pi_course/transport.py 的 _reads()：在 finally 中关闭响应",
     "test_sse_abort": "pi_course/transport.py 的 _reads()：请求交给 AbortRace.run()，读取交给 "
     "AbortRace.iterate()（pi_course/given.py），并在 finally 中关闭响应",
@@ -64,7 +64,7 @@ FRAMING_HINT = (
     "到了 parse_json() 却不是：一次网络读取不是一条 event，还没等到换行的那段要留到下一次读取"
 )
 DONE_HINT = (
-    "pi_course/sse.py 的 iter_provider_chunks()：data 为 [DONE] 的 event 表示流结束，它不是 JSON，"
+    "pi_course/sse.py 的 read_provider_chunks()：data 为 [DONE] 的 event 表示流结束，它不是 JSON，"
     "不能交给 parse_json()"
 )
 

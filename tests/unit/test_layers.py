@@ -48,7 +48,7 @@ def layer_of(module: str) -> str | None:
         return None
     if parts[1] in LESSON_MODULES:
         return "lesson"
-    if parts[1] == "given":
+    if parts[1] in ("given", "reading"):  # reading: the given reading of each payload
         return "given"
     if parts[1] in ("chapter", "provider", "course", "notebook"):
         return parts[1]
