@@ -61,13 +61,14 @@ def require(*steps: str, allow_broken: bool = False) -> None:
         raise StepProblem(found)
 
 
-def unfinished(step: str) -> bool:
-    """After a cell's own output: if ``step`` is not done yet, say so in one line and show 预期输出."""
+def unfinished(step: str) -> None:
+    """After a cell's own output: if ``step`` is not done yet, say so in one line and show 预期输出.
+
+    Returns nothing, so that as a cell's last line it adds no ``Out[]``.
+    """
     found = stages.first_problem(tuple(number for number in _steps.STEP_NUMBERS if number <= step))
-    if found is None:
-        return False
-    _show_problem(found, _session.source)
-    return True
+    if found is not None:
+        _show_problem(found, _session.source)
 
 
 def missing_step(error: BaseException) -> str | None:

@@ -127,16 +127,20 @@ async def _probe_5_3() -> Problem | None:
 
 
 def probe_5_4() -> Problem | None:
+    """Every part of 5.4 still in its starter form, in one line (a learner finishes them one by one)."""
     transport = importlib.import_module("pi_course.transport")
     built = transport.OpenAICompatibleTransport(base_url="https://provider.invalid/v1/", api_key="sk-probe")
+    left = []
     if built.url != "https://provider.invalid/v1/chat/completions":
-        return Problem("5.4", "missing", f"还是初版：base URL 末尾有 / 时写出 {built.url!r}")
+        left.append(f"base URL 末尾有 / 时写出 {built.url!r}")
     body = built.request_body({"model": "m", "messages": []})
     if body.get("stream") is not True or body.get("stream_options") != {"include_usage": True}:
-        return Problem("5.4", "missing", "还是初版：请求体里没有 stream: true 和 stream_options")
+        left.append("请求体里没有 stream: true 和 stream_options")
+    if built._headers().get("Accept") != "text/event-stream":
+        left.append("请求头里没有 Accept: text/event-stream")
     if "sk-probe" in built._key.redact("Bearer sk-probe"):
-        return Problem("5.4", "missing", "还是初版：错误消息里的 API key 没有换成 [redacted]")
-    return None
+        left.append("错误消息里的 API key 没有换成 [redacted]")
+    return Problem("5.4", "missing", "还是初版：" + "；".join(left)) if left else None
 
 
 PROBES: dict[str, Callable[[], Problem | None]] = {
