@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 from ..chapter.steps import BEYOND_TEST, FOCUSED_TEST, STEPS, Step
+from .stubs import Unfinished
 from .testrun import Detail, Report, step_of
 
 WIDTH = 110  # longest value shown in full on one line
@@ -67,6 +68,12 @@ DONE_HINT = (
     "pi_course/sse.py 的 read_provider_chunks()：data 为 [DONE] 的 event 表示流结束，它不是 JSON，"
     "不能交给 parse_json()"
 )
+MAX_STUBS_NAMED = 3  # more stubs than this: the step is barely begun, the test's own hint says more
+SNAPSHOT_HINT = (
+    "pi_course/adapter.py 的 _events()：partial.content 是 list，不是 tuple——每个事件的 partial 共用同一个"
+    "可变的 content，后来的 delta 改掉了已经发出的快照；每个事件要带一份自己的、不可变的快照（tuple）"
+)
+TOTAL_HINT = "pi_course/adapter.py 的 _normalized()：缺的计数是 0；缺的 total_tokens 是 input + output"
 
 
 def _lookup(table: dict[str, str], name: str) -> str | None:
@@ -153,13 +160,55 @@ def _diagnosis(name: str, detail: Detail) -> str | None:
     return None
 
 
+def _listed(items: list[Unfinished]) -> str:
+    by_file: dict[str, list[str]] = {}
+    for item in items:
+        by_file.setdefault(item.file, []).append(item.shown)
+    return "；".join(f"{file} 的 {'、'.join(functions)}" for file, functions in by_file.items())
+
+
+def _unfinished_diagnosis(report: Report, name: str, detail: Detail) -> str | None:
+    """A lab function left in its starter form that this failure comes from, named from the source."""
+    step = step_of(name)
+    if step is None or not report.unfinished:
+        return None
+    files = {file for earlier in STEPS[: STEPS.index(step) + 1] for file in earlier.files}
+    left_over = [item for item in report.unfinished if item.kind == "left-over yield" and item.file in files]
+    if left_over:
+        return (
+            f"{_listed(left_over)}：函数最后还留着桩里那行 yield（“unreachable; keeps this function a "
+            "generator”）。桩换成你的代码以后，这一行会让生成器多 yield 一次，删掉它"
+        )
+    if detail.where is not None:
+        return None  # the traceback already names the stub ("出错位置"), and the test's hint says more
+    said = (detail.message, *detail.error_messages)
+    stubs = [i for i in report.unfinished if i.kind == "stub" and any(i.message in text for text in said)]
+    if 0 < len(stubs) <= MAX_STUBS_NAMED:
+        pronoun = "它" if len(stubs) == 1 else "它们"
+        return f"{_listed(stubs)} 还是桩（raise NotImplementedError）：先写{pronoun}"
+    return None
+
+
+def _snapshot_diagnosis(name: str, detail: Detail) -> str | None:
+    """5.2's usual Python slips, told by the first difference: a shared list, a missing total."""
+    difference = detail.difference
+    if not name.startswith("test_normalized_transport") or difference is None:
+        return None
+    if tuple(difference.get("types") or ()) == ("list", "tuple"):
+        return SNAPSHOT_HINT
+    if str(difference.get("path", "")).endswith("total_tokens"):
+        return TOTAL_HINT
+    return None
+
+
 def next_step(report: Report, name: str, *, beyond: bool = False) -> str:
     """What to look at for one failing test: the evidence's diagnosis, else the test's own hint."""
     detail = report.details.get(name, Detail())
     if beyond:
         return _diagnosis(name, detail) or detail.hint or f"见 tests/{BEYOND_TEST} 中这项检查的说明"
     own = _lookup(HINTS, name) or f"见 tests/{FOCUSED_TEST} 中这项测试"
-    return f"看 {_diagnosis(name, detail) or own}"
+    evidence = _unfinished_diagnosis(report, name, detail) or _diagnosis(name, detail)
+    return f"看 {evidence or _snapshot_diagnosis(name, detail) or own}"
 
 
 def failure_lines(report: Report, name: str, *, beyond: bool = False, same_hint: bool = False) -> list[str]:

@@ -9,15 +9,17 @@ modules, for the course's command line only.
 from __future__ import annotations
 
 import re
+import signal
 import sys
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from types import TracebackType
+from types import FrameType, TracebackType
 
 PACKAGE = Path(__file__).resolve().parents[1]  # the pi_course package this module belongs to
 CHECK_COMMAND = "python -m pi_course check 05"
 CONSOLE_SCRIPT = "pi-course"  # [project.scripts] in pyproject.toml
+IMPORT_BOUND = 20.0  # seconds for the command line to import pi_course; it needs about one
 
 # A traceback's location line: Python's (`File "…", line N`) or pytest's short form (`x.py:N: in`).
 LOCATION = re.compile(
@@ -91,6 +93,8 @@ def exception_failure_line(error: BaseException, package: Path = PACKAGE) -> str
     root = package.parent
     where: tuple[str, int] | None = None
     for frame, number in traceback.walk_tb(error.__traceback__):
+        if frame.f_code.co_filename == __file__:
+            continue  # the import bound's own alarm handler: the stuck line is the frame before it
         inside = within_package(frame.f_code.co_filename, root)
         if inside is not None:
             where = (inside, number)
@@ -168,3 +172,32 @@ def report_import_failures_in_one_line() -> None:
             previous(kind, error, tb)
 
     sys.excepthook = hook
+    _bound_the_import()
+
+
+def _bound_the_import(seconds: float = IMPORT_BOUND, package: Path = PACKAGE) -> None:
+    """Stop an import of the package that never ends (a loop at a module's top level).
+
+    Raised where the code is stuck, the excepthook above tells it in one line, naming the line.
+    Fires once; if the import is over by then, it only puts the previous handler back.
+    """
+    if not hasattr(signal, "setitimer"):
+        return  # Windows: no alarm; check's probe still bounds the import it makes
+    init = (package / "__init__.py").resolve()
+    try:
+        previous = signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    except ValueError:  # not the main thread
+        return
+
+    def stuck(signum: int, frame: FrameType | None) -> None:
+        signal.signal(signal.SIGALRM, previous)
+        while frame is not None:
+            if frame.f_code.co_name == "<module>" and Path(frame.f_code.co_filename).resolve() == init:
+                raise TimeoutError(
+                    f"import pi_course 超过 {seconds:g} 秒没有结束——模块顶层（函数之外）的代码进入了"
+                    "不会结束的循环（或在等待）"
+                )
+            frame = frame.f_back
+
+    signal.signal(signal.SIGALRM, stuck)
+    signal.setitimer(signal.ITIMER_REAL, seconds)

@@ -30,8 +30,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..chapter.steps import BEYOND_TEST, STEPS, Step
-from .import_failure import CHECK_COMMAND, ERROR_LINE, blames_the_package, import_failure_from_text
+from .import_failure import (
+    CHECK_COMMAND,
+    ERROR_LINE,
+    IMPORT_BOUND,
+    blames_the_package,
+    import_failure_from_text,
+)
 from .locate import beyond_test_file, course_root, focused_test_file
+from .stubs import Unfinished, unfinished
 
 TEST_TIMEOUT = 5.0  # seconds per test; a correct solution needs milliseconds
 RUN_TIMEOUT = 90.0  # seconds for each process (the import probe, pytest), whatever happens inside it
@@ -82,6 +89,7 @@ class Report:
     stopped: str | None = None  # the run did not finish: why
     timed_out: bool = False  # a process ran past RUN_TIMEOUT and was stopped
     output: str = ""  # pytest's own report
+    unfinished: tuple[Unfinished, ...] = ()  # lab functions still in their starter form
 
     def line(self, step: Step) -> str:
         passed = self.passed.get(step.number, 0)
@@ -167,12 +175,12 @@ def _probe(root: Path) -> Report | None:
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
-        stdout, stderr = process.communicate(timeout=RUN_TIMEOUT)
+        stdout, stderr = process.communicate(timeout=IMPORT_BOUND)
     except subprocess.TimeoutExpired:
         process.kill()
         process.communicate()
         line = (
-            f"import pi_course 超过 {RUN_TIMEOUT:g} 秒没有结束，已被停止：某个模块在导入时进入了"
+            f"import pi_course 超过 {IMPORT_BOUND:g} 秒没有结束，已被停止：某个模块在导入时进入了"
             "不会结束的循环（或在等待）。下一步：看各个模块顶层（函数之外）的代码，"
             f"再运行 {CHECK_COMMAND}。"
         )
@@ -242,6 +250,7 @@ def run_tests(
         beyond_note=beyond_note,
         stopped=stopped,
         output=output,
+        unfinished=unfinished(root),
     )
 
 

@@ -23,7 +23,7 @@ import pytest
 from learners import LEARNERS, apply, merge
 
 from pi_course.chapter.steps import STEPS
-from pi_course.course import advice, import_failure, testrun
+from pi_course.course import advice, import_failure, stubs, testrun
 from pi_course.course.advice import failure_lines, next_step_lines
 from pi_course.course.check import check, check_record, steps_for, verdict_of
 from pi_course.course.testrun import BeyondCheck, Detail, Report, read_junit, run_tests
@@ -375,10 +375,34 @@ def test_an_import_error_names_the_importing_line(
 def test_an_import_that_never_ends_is_a_timeout(new_practice: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = new_practice / "pi_course" / "given.py"
     path.write_text(path.read_text(encoding="utf-8") + "\nwhile True:\n    pass\n", encoding="utf-8")
-    monkeypatch.setattr(testrun, "RUN_TIMEOUT", 2.0)
+    monkeypatch.setattr(testrun, "IMPORT_BOUND", 2.0)
     report = run_tests(steps_for(None), new_practice, beyond=True)
     assert report.timed_out and report.red_light is not None
     assert report.red_light.startswith("import pi_course 超过 2 秒没有结束，已被停止")
+
+
+@pytest.mark.slow
+def test_the_command_line_stops_an_import_that_never_ends_at_the_stuck_line(new_practice: Path) -> None:
+    """``python -m pi_course`` in the copy imports the copy itself first: that import is bounded too."""
+    path = new_practice / "pi_course" / "given.py"
+    source = path.read_text(encoding="utf-8")
+    path.write_text(source + "\nwhile True:\n    pass\n", encoding="utf-8")
+    loop_lines = {len(source.splitlines()) + 2, len(source.splitlines()) + 3}  # `while True:`, `pass`
+    tooling = new_practice / "pi_course" / "course" / "import_failure.py"
+    text = tooling.read_text(encoding="utf-8")
+    assert text.count("IMPORT_BOUND = 20.0") == 1
+    tooling.write_text(text.replace("IMPORT_BOUND = 20.0", "IMPORT_BOUND = 2.0"), encoding="utf-8")
+    result = cli("check", "05", cwd=new_practice)
+    assert result.returncode == 1
+    [line] = result.stdout.splitlines()
+    stuck = re.fullmatch(
+        r"第 05 章：未完成——pi_course/given\.py 第 (\d+) 行：TimeoutError: import pi_course 超过 2 秒没有结束"
+        r"——模块顶层（函数之外）的代码进入了不会结束的循环（或在等待）（pi_course 无法导入）。"
+        r"下一步：改好这一行，再运行 python -m pi_course check 05。",
+        line,
+    )
+    assert stuck is not None, line
+    assert int(stuck[1]) in loop_lines
 
 
 def test_a_missing_dependency_says_which_python_to_use_not_which_line_to_fix() -> None:
@@ -631,8 +655,162 @@ def test_the_abort_tests_timeout_meaning_only_where_a_read_waits(
 
 def test_hints_name_the_tool_and_the_idea_never_a_solution_line() -> None:
     texts = [*advice.HINTS.values(), *advice.TIMEOUT_MEANINGS.values(), advice.TIMEOUT_MEANING,
-             advice.NEVER_AWAITS, advice.FRAMING_HINT, advice.DONE_HINT]  # fmt: skip
+             advice.NEVER_AWAITS, advice.FRAMING_HINT, advice.DONE_HINT,
+             advice.SNAPSHOT_HINT, advice.TOTAL_HINT]  # fmt: skip
     for text in texts:  # a statement, or a method called with arguments, is a line to copy
         assert not re.search(r"\b(?:yield|return) \w| = ", text), text
         assert not re.search(r"\w\.\w+\([^)]", text), text
     assert "given.AbortRace" in advice.TIMEOUT_MEANINGS["test_sse_abort"]
+
+
+# --- what the source says the test could not: a stub left, the stub's yield left ------------------
+
+STUB_5_3 = "Lab 5.3 SSE 与 unknown 边界 尚未实现"
+
+
+def test_a_fresh_copy_lists_every_stub_with_its_step(starter: Path) -> None:
+    found = stubs.unfinished(starter)
+    assert {item.kind for item in found} == {"stub"}
+    names = {(item.file, item.function) for item in found}
+    assert ("pi_course/sse.py", "_finish_reason") in names
+    assert ("pi_course/transport.py", "OpenAICompatibleTransport._reads") in names
+    assert all(item.message.startswith("Lab 5.") and item.message.endswith("尚未实现") for item in found)
+    # 5.4's starter versions run: they are not stubs.
+    assert ("pi_course/transport.py", "chat_completions_url") not in names
+
+
+def test_written_code_that_kept_the_stubs_yield_is_found(tmp_path: Path) -> None:
+    (tmp_path / "pi_course").mkdir()
+    (tmp_path / "pi_course" / "transport.py").write_text(
+        "class T:\n"
+        "    async def _reads(self):\n"
+        "        reads = await self.open()\n"
+        "        yield reads\n"
+        "        yield  # unreachable; keeps this function a generator\n"
+        "    async def stream(self):\n"
+        '        raise NotImplementedError("Lab 5.3 x 尚未实现")\n'
+        "        yield  # unreachable; keeps this function a generator\n"
+        "    async def chunks(self):\n"
+        "        yield 1\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "pi_course" / "sse.py").write_text("def broken(:\n", encoding="utf-8")  # skipped
+    found = stubs.unfinished(tmp_path)
+    assert [(item.kind, item.function) for item in found] == [
+        ("left-over yield", "T._reads"),
+        ("stub", "T.stream"),
+    ]
+
+
+def _report_with(name: str, detail: Detail, *unfinished: stubs.Unfinished) -> Report:
+    return Report({"5.1": 1, "5.2": 3}, failures=((name, ""),), details={name: detail}, unfinished=unfinished)
+
+
+def test_a_stub_reached_through_the_adapter_is_named_from_the_source() -> None:
+    name = SSE_TESTS[4]
+    stub = stubs.Unfinished("stub", "pi_course/sse.py", "_finish_reason", STUB_5_3)
+    other_step = stubs.Unfinished("stub", "pi_course/transport.py", "_headers", "Lab 5.4 y 尚未实现")
+    seen = Detail(message="AssertionError: assert 'finish_reason' in '...'", error_messages=(STUB_5_3,))
+    head = failure_lines(_report_with(name, seen, stub, other_step), name)[0]
+    assert (
+        head
+        == f"  ✗ {name} — 下一步：看 pi_course/sse.py 的 _finish_reason() 还是桩（raise NotImplementedError）：先写它"
+    )
+    # The traceback already points at the stub: the test's own hint stays.
+    raised = Detail(message="NotImplementedError: " + STUB_5_3, where="pi_course/sse.py:9 (_finish_reason)")
+    assert "还是桩" not in failure_lines(_report_with(name, raised, stub), name)[0]
+    # A step barely begun (many stubs): the test's own hint says more than a list.
+    many = [stubs.Unfinished("stub", "pi_course/sse.py", f"_f{i}", STUB_5_3) for i in range(4)]
+    assert failure_lines(_report_with(name, seen, *many), name)[0].endswith(
+        advice.HINTS["test_sse_unknown_finish_reason"]
+    )
+
+
+def test_the_stubs_left_over_yield_is_named_before_any_other_evidence() -> None:
+    name = SSE_TESTS[0]
+    left = stubs.Unfinished(
+        "left-over yield", "pi_course/transport.py", "OpenAICompatibleTransport._reads", ""
+    )
+    seen = Detail(
+        message="AssertionError: assert 'error' == 'toolUse'", error_messages=("generator didn't stop",)
+    )
+    head = failure_lines(_report_with(name, seen, left), name)[0]
+    assert head.startswith(
+        f"  ✗ {name} — 下一步：看 pi_course/transport.py 的 OpenAICompatibleTransport._reads()："
+    )
+    assert "yield" in head and "删掉它" in head
+    # A left-over yield in a later step's file is not what a 5.2 test ran into.
+    later = stubs.Unfinished("left-over yield", "pi_course/sse.py", "read_provider_chunks", "")
+    normalized = "test_normalized_transport_exception_ends_in_error"
+    assert "yield" not in failure_lines(_report_with(normalized, Detail(message="x"), later), normalized)[0]
+
+
+@pytest.mark.parametrize(
+    ("difference", "hint"),
+    [
+        ({"path": "[0]", "actual": "[]", "expected": "()", "types": ["list", "tuple"]}, "SNAPSHOT_HINT"),
+        ({"path": ".total_tokens", "actual": "0", "expected": "16"}, "TOTAL_HINT"),
+        ({"path": "[0][1]", "actual": "4", "expected": "0"}, None),
+    ],
+)
+def test_the_usual_python_slips_of_5_2_are_told_by_the_first_difference(
+    difference: dict[str, object], hint: str | None
+) -> None:
+    name = "test_normalized_transport_orders_content_by_first_appearance_with_tool_index_4_2"
+    detail = Detail(message="AssertionError: assert ...", difference=difference, assertion="assert x == […")
+    expected = getattr(advice, hint) if hint else advice.HINTS["test_normalized_transport_orders"]
+    assert failure_lines(Report({}, details={name: detail}), name)[0] == f"  ✗ {name} — 下一步：看 {expected}"
+
+
+def _function(copy: Path, module: str, qualname: str) -> tuple[Path, list[str], ast.AST]:
+    path = copy / "pi_course" / module
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    scope: list[ast.stmt] = ast.parse("".join(lines)).body
+    node: ast.AST | None = None
+    for part in qualname.split("."):
+        node = next(n for n in scope if isinstance(n, ast.ClassDef | ast.AsyncFunctionDef | ast.FunctionDef)
+                    and n.name == part)  # fmt: skip
+        scope = node.body  # type: ignore[attr-defined]
+    assert node is not None
+    return path, lines, node
+
+
+def restub(copy: Path, module: str, qualname: str, message: str) -> None:
+    """Put the starter's stub back into one function of the learner's code (found by name)."""
+    path, lines, node = _function(copy, module, qualname)
+    body = node.body  # type: ignore[attr-defined]
+    first = body[1] if isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) else body[0]
+    indent = " " * first.col_offset
+    lines[first.lineno - 1 : body[-1].end_lineno] = [f'{indent}raise NotImplementedError("{message}")\n']
+    path.write_text("".join(lines), encoding="utf-8")
+
+
+def keep_stub_yield(copy: Path, module: str, qualname: str) -> None:
+    """The learner's function, with the stub's last line still after it."""
+    path, lines, node = _function(copy, module, qualname)
+    body = node.body  # type: ignore[attr-defined]
+    indent = " " * body[0].col_offset
+    lines.insert(body[-1].end_lineno, f"{indent}yield  # unreachable; keeps this function a generator\n")
+    path.write_text("".join(lines), encoding="utf-8")
+
+
+@pytest.mark.slow
+def test_check_names_the_one_stub_left_and_the_stubs_yield_left(completed: Path) -> None:
+    restub(completed, "sse.py", "_finish_reason", STUB_5_3)
+    result = cli("check", "05", cwd=completed)
+    assert result.returncode == 1
+    assert (
+        "下一步：看 pi_course/sse.py 的 _finish_reason() 还是桩（raise NotImplementedError）：先写它"
+        in result.stdout
+    )
+    assert result.stdout.splitlines()[-1].startswith("第 05 章：未完成——实践 5.3 SSE 与 unknown 边界（")
+
+    apply(completed, LEARNER)
+    keep_stub_yield(completed, "transport.py", "OpenAICompatibleTransport._reads")
+    result = cli("check", "05", "--step", "5.3", cwd=completed)
+    assert result.returncode == 1
+    assert (
+        "下一步：看 pi_course/transport.py 的 OpenAICompatibleTransport._reads()：函数最后还留着桩里那行 yield"
+        in (result.stdout)
+    )
+    assert result.stdout.splitlines()[-1].startswith("实践 5.3：未完成——实践 5.3 SSE 与 unknown 边界（")
