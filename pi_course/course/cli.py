@@ -81,7 +81,9 @@ def _before_51(error: ImportError) -> str | None:
 def _missing_server(error: ModuleNotFoundError) -> str | None:
     if error.name not in ("uvicorn", "starlette"):
         return None
-    return f'本地 provider 需要 {error.name}，但它没有安装：pip install "pi-course[lab]"（或 make lab）。'
+    return (
+        f'本地 provider 需要 {error.name}，但它没有安装：在课程仓库里运行 make lab 或 pip install ".[lab]"。'
+    )
 
 
 _MODEL_NOT_FOUND = re.compile(
