@@ -36,6 +36,7 @@ from types import TracebackType
 from typing import Any
 
 from ..chapter.steps import BEYOND_TEST, CHAPTER_TOTAL, FOCUSED_TEST, STEPS, Step
+from . import inkernel
 
 PACKAGE = Path(__file__).resolve().parents[1]  # the pi_course package this module belongs to
 
@@ -277,6 +278,8 @@ def report_import_failures_in_one_line() -> None:
 
 def _run(command: list[str], root: Path, env: dict[str, str]) -> tuple[int | None, str]:
     """Run pytest with a bound on the whole process; on Ctrl-C stop it and re-raise."""
+    if inkernel.in_browser():  # no subprocesses in a browser: pytest runs in the kernel
+        return inkernel.run_pytest(command, root, env)
     process = subprocess.Popen(
         command, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
@@ -303,10 +306,13 @@ def run_focused(
     """Run the focused tests of ``steps`` (and, with ``beyond``, the beyond checks) and count passes."""
     root = course_root(path)
     env = _environment(root)
-    probe = subprocess.run(
-        [sys.executable, "-c", _PROBE],
-        cwd=root, env=env, capture_output=True, text=True, check=False, timeout=RUN_TIMEOUT,
-    )  # fmt: skip
+    if inkernel.in_browser():
+        probe = subprocess.CompletedProcess([], *inkernel.run_code(_PROBE, root, env))
+    else:
+        probe = subprocess.run(
+            [sys.executable, "-c", _PROBE],
+            cwd=root, env=env, capture_output=True, text=True, check=False, timeout=RUN_TIMEOUT,
+        )  # fmt: skip
     if probe.returncode != 0:
         return Report({}, _import_failure(probe.stderr, root))
     if probe.stdout.strip():

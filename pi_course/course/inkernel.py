@@ -103,18 +103,25 @@ def pytest_arguments(command: Sequence[str]) -> list[str]:
 def await_here(coroutine: Coroutine[Any, Any, object]) -> object:
     """Run one test's coroutine to its end from synchronous code.
 
-    In a browser the kernel's event loop is already running (a cell is a task on it): the test
-    becomes a task on that same loop and Pyodide's ``run_sync`` suspends this call until it ends
-    (stack switching, JSPI). Elsewhere (CPython, no loop running) a fresh loop runs it.
+    With no event loop running (CPython, a plain call) a fresh loop runs it. In a browser kernel
+    the loop is already running (a cell is a task on it): the test becomes a task on that same
+    loop and Pyodide's ``run_sync`` suspends this call until it ends (stack switching, JSPI).
     """
-    if in_browser():
-        from pyodide.ffi import run_sync  # type: ignore[import-not-found]
+    __tracebackhide__ = True  # a failing test's report shows the test, as under anyio
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(_as_task(coroutine))
+    if not in_browser():
+        coroutine.close()
+        raise RuntimeError("the in-kernel runner awaits tests on a running loop only in a browser (Pyodide)")
+    from pyodide.ffi import run_sync  # type: ignore[import-not-found]
 
-        return run_sync(asyncio.ensure_future(coroutine))
-    return asyncio.run(_as_task(coroutine))
+    return run_sync(asyncio.ensure_future(coroutine))
 
 
 async def _as_task(coroutine: Coroutine[Any, Any, object]) -> object:
+    __tracebackhide__ = True
     return await coroutine
 
 
@@ -138,6 +145,7 @@ def await_each_test() -> object:
             test = pyfuncitem.obj
             if not inspect.iscoroutinefunction(test):
                 return None
+            __tracebackhide__ = True
             arguments = {name: pyfuncitem.funcargs[name] for name in pyfuncitem._fixtureinfo.argnames}
             await_here(test(**arguments))
             return True
