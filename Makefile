@@ -66,7 +66,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/run.py
 
 browser: $(STAMP)
-	$(BIN)/python -m pytest -q -m browser tests
+	$(BIN)/python -m pytest -q -m "browser and not lite" tests
 
 # The offline JupyterLite edition (tools/build_lite.py finds a Python >= 3.12 for the build venv).
 lite: $(STAMP)

@@ -111,18 +111,28 @@ def await_here(coroutine: Coroutine[Any, Any, object]) -> object:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(_as_task(coroutine))
-    if not in_browser():
-        coroutine.close()
-        raise RuntimeError("the in-kernel runner awaits tests on a running loop only in a browser (Pyodide)")
-    from pyodide.ffi import run_sync  # type: ignore[import-not-found]
+        ok, value = asyncio.run(_outcome(coroutine))
+    else:
+        if not in_browser():
+            coroutine.close()
+            raise RuntimeError("only in a browser (Pyodide) can a test be awaited on a running loop")
+        from pyodide.ffi import run_sync  # type: ignore[import-not-found]
 
-    return run_sync(asyncio.ensure_future(coroutine))
+        ok, value = run_sync(asyncio.ensure_future(_outcome(coroutine)))
+    if not ok:
+        assert isinstance(value, BaseException)
+        raise value
+    return value
 
 
-async def _as_task(coroutine: Coroutine[Any, Any, object]) -> object:
+async def _outcome(coroutine: Coroutine[Any, Any, object]) -> tuple[bool, object]:
+    """The test's result or its exception, as a value: the task itself never fails, so the kernel
+    never reports its failure a second time as an unhandled error of the cell."""
     __tracebackhide__ = True
-    return await coroutine
+    try:
+        return True, await coroutine
+    except BaseException as error:  # re-raised by await_here, in the caller's frame
+        return False, error
 
 
 def await_each_test() -> object:
