@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NEEDS_311 := import sys; sys.exit(sys.version_info < (3, 11))
 
-.PHONY: lab test lint unit suite nbval notebooks bench browser lite lite-test clean python-ok
+.PHONY: lab test lint unit suite nbval notebooks bench browser dist lite lite-test clean python-ok
 
 # Runs before every target that uses the venv (order-only: it never forces a reinstall). A .venv
 # made by an older Python, or one whose Python is gone, would otherwise fail later in pip.
@@ -64,9 +64,15 @@ notebooks: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
+	$(BIN)/python bench/grade.py
 
 browser: $(STAMP)
 	$(BIN)/python -m pytest -q -m "browser and not lite" tests
+
+# The sdist and the wheel, into dist/ (what .github/workflows/release.yml publishes).
+dist: $(STAMP)
+	rm -rf dist
+	$(BIN)/python -m hatchling build -t sdist -t wheel
 
 # The offline JupyterLite edition (tools/build_lite.py finds a Python >= 3.12 for the build venv).
 lite: $(STAMP)
@@ -77,4 +83,4 @@ lite-test: lite
 	$(BIN)/python -m pytest -q -m lite -p no:randomly tests/browser/test_lite.py
 
 clean:
-	rm -rf $(VENV) build .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache

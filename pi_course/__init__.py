@@ -14,7 +14,7 @@ if _sys.argv[:1] == ["-m"] or "".join(_sys.argv[:1]).endswith(("pi-course", "pi-
     # The course's command line (`python -m pi_course …`): a lesson module that does not import
     # (a syntax error, a wrong import) is reported in one line naming the file and the line.
     # Notebooks, pytest and `import pi_course` keep Python's own traceback.
-    from .course.checkpoint import report_import_failures_in_one_line
+    from .course.import_failure import report_import_failures_in_one_line
 
     report_import_failures_in_one_line()
 

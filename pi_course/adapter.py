@@ -34,6 +34,7 @@ from .protocol import (
     aclose_iterator,
     now_ms,
 )
+from .reading import keep_usage_on_error
 
 # --- the seam between transport and adapter -----------------------------------------------------
 
@@ -147,7 +148,8 @@ class OpenAICompatibleModel:
         return f"OpenAICompatibleModel(provider={self.provider!r}, model={self.model!r})"
 
     def stream(self, context: AgentContext, *, signal: AbortSignal | None = None) -> ModelStream:
-        return ModelStream(self._events(context, signal))
+        # Given: an error or a refusal keeps the usage the provider sent (pi_course.reading).
+        return ModelStream(keep_usage_on_error(self._events(context, signal)))
 
     async def _events(self, context: AgentContext, signal: AbortSignal | None) -> AsyncIterator[ModelEvent]:
         """Lab 5.2: The state machine: ProviderChunks in, snapshot events out, one terminal event."""

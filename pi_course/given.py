@@ -11,13 +11,15 @@ as they are. What each one does is standard behaviour the chapter takes for gran
 - :func:`check_event_size`: a bound on an event that never ends (:class:`SSEError`).
 - :class:`AbortRace`: awaits one step at a time against the abort signal, so ``abort()`` ends
   even a read that is blocked waiting for bytes.
+
+How each payload is read before the chapter's validator (in-stream errors, refusals, choice
+indexes, real-provider mode) is given code as well, in :mod:`pi_course.reading`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import codecs
-import json
 from collections.abc import AsyncIterator, Awaitable
 from contextlib import suppress
 from typing import NamedTuple, TypeVar
@@ -108,13 +110,6 @@ def check_event_size(pending: str, data: list[str], limit: int) -> None:
     """Raise :class:`SSEError` when the event still arriving is longer than ``limit`` characters."""
     if len(pending) + sum(map(len, data)) > limit:
         raise SSEError(f"SSE event exceeds {limit} characters without a blank line")
-
-
-def provider_error_message(error: object) -> str:
-    """The text of an in-stream ``error`` field: its ``message`` when it has one."""
-    if isinstance(error, dict) and isinstance(error.get("message"), str):
-        return str(error["message"])
-    return error if isinstance(error, str) else json.dumps(error, ensure_ascii=False)
 
 
 class AbortRace:

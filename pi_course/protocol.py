@@ -86,10 +86,12 @@ class AssistantMessage:
         _frozen_tuple(self, "content")
 
     def with_content(self, content: tuple[AssistantContent, ...]) -> AssistantMessage:
-        """``dataclasses.replace(self, content=content)`` for streaming snapshots, minus ``__init__``.
+        """``dataclasses.replace(self, content=content)``: this message with other content.
 
-        An adapter builds one of these per event; copying the instance dict is several times
-        cheaper than re-running a frozen dataclass's ``__init__`` and ``__post_init__``.
+        An adapter builds one per event, for its ``partial``. A speed trick, kept because it
+        pays: copying the instance dict skips the frozen dataclass's ``__init__`` and
+        ``__post_init__``. ``make bench`` (section 4) measures it against the plain constructor:
+        bytes → final message takes about 9% longer without it (about 20% with ``replace``).
         """
         snapshot = object.__new__(AssistantMessage)
         snapshot.__dict__.update(self.__dict__)

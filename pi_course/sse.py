@@ -2,14 +2,15 @@
 
 Three layers, each testable alone: :class:`SSEDecoder` is the line buffer (a network read carries
 no protocol meaning; a blank line ends an event), :func:`parse_payload` narrows one ``unknown``
-JSON payload field by field, and :func:`iter_provider_chunks` merges the finish reason with the
+JSON payload field by field, and :func:`read_provider_chunks` merges the finish reason with the
 trailing usage into one finish chunk. The event-stream rules the chapter takes for granted
 (UTF-8 across reads, BOM, every line ending, ``event``/``id``/comment lines, a size bound) are
 given code in :mod:`pi_course.given`.
 
-``strict=True`` is the chapter's reader. ``strict=False`` (real providers) also skips payloads
-that carry nothing the course reads: empty ``choices`` without usage, and a choice with neither
-``delta`` nor ``finish_reason``; every other payload is validated identically.
+What the chapter does not teach about payloads (in-stream errors, refusals, choice indexes other
+than 0, ``[DONE]`` with spaces, and real-provider mode, ``strict=False``) is given code too:
+:class:`pi_course.reading.PayloadReading` reads each event before :func:`read_provider_chunks`
+(the chapter's reader) gets it, and :func:`iter_provider_chunks` puts the two together.
 """
 
 from __future__ import annotations
@@ -19,16 +20,9 @@ from collections.abc import AsyncIterable, AsyncIterator
 from typing import NamedTuple, TypedDict, cast
 
 from .adapter import FinishChunk, FinishReason, ProviderChunk, TextChunk, ToolChunk
-from .given import (
-    DEFAULT_MAX_EVENT_SIZE,
-    SSEError,
-    SSEEvent,
-    SSEFields,
-    SSEText,
-    check_event_size,
-    provider_error_message,
-)
-from .protocol import Usage
+from .given import DEFAULT_MAX_EVENT_SIZE, SSEError, SSEEvent, SSEFields, SSEText, check_event_size
+from .protocol import Usage, aclose_iterator
+from .reading import InvalidProviderChunk, PayloadReading, ProviderError, ProviderRefusal, parse_json
 
 __all__ = [
     "DEFAULT_MAX_EVENT_SIZE",
@@ -42,7 +36,9 @@ __all__ = [
     "SSEEvent",
     "iter_provider_chunks",
     "iter_sse_events",
+    "parse_json",
     "parse_payload",
+    "read_provider_chunks",
 ]
 
 # --- framing: the line buffer -------------------------------------------------------------------
@@ -120,25 +116,6 @@ async def iter_sse_events(
 # --- the unknown boundary -----------------------------------------------------------------------
 
 
-class InvalidProviderChunk(ValueError):
-    """A payload that does not have the shape the course relies on; the message names the path."""
-
-    def __init__(self, detail: str) -> None:
-        super().__init__(f"Invalid provider chunk: {detail}")
-
-
-class ProviderError(Exception):
-    """The provider reported an error inside the stream (a payload with an ``error`` field)."""
-
-
-class ProviderRefusal(ProviderError):
-    """The model refused (``delta.refusal``): the course types have no refusal block."""
-
-    def __init__(self, refusal: str) -> None:
-        super().__init__(f"Provider refused: {refusal}")
-        self.refusal = refusal
-
-
 class PartialUsage(TypedDict, total=False):
     """The chapter's ``Partial<Usage>``: only the counts a payload carried."""
 
@@ -148,12 +125,11 @@ class PartialUsage(TypedDict, total=False):
 
 
 class PayloadParts(NamedTuple):
-    """What one validated payload carries: content chunks, a finish reason, usage, refusal text."""
+    """What one validated payload carries: content chunks, a finish reason, usage."""
 
     chunks: list[TextChunk | ToolChunk]
     finish_reason: FinishReason | None
     usage: PartialUsage | None
-    refusal: str | None = None
 
 
 MAX_SAFE_INTEGER = 2**53 - 1
@@ -223,40 +199,30 @@ def _tool_chunk(item: object, path: str) -> ToolChunk:
     # BEGIN LAB 5.3
     call = _record(item, path)
     index = _token_count(call.get("index"), f"{path}.index")
-    if call.get("type") not in (None, "function"):
-        raise InvalidProviderChunk(f'{path}.type must be "function"')
     function = call.get("function")
     fields = {} if function is None else _record(function, f"{path}.function")
     call_id = _string(call.get("id"), f"{path}.id")
     name = _string(fields.get("name"), f"{path}.function.name")
     arguments = _string(fields.get("arguments"), f"{path}.function.arguments")
-    if call_id is None and name is None and arguments is None:
-        raise InvalidProviderChunk(f"{path} carries no id, function.name or function.arguments")
     return ToolChunk(index, call_id, name, arguments)
     # END LAB 5.3
 
 
-def parse_payload(raw: object, *, strict: bool = True) -> PayloadParts:
-    """Lab 5.3: One payload → PayloadParts (one choice, index 0); strict=False skips contentless payloads."""
+def parse_payload(raw: object) -> PayloadParts:
+    """Lab 5.3: One payload → PayloadParts: one choice with a delta, or empty choices carrying usage."""
     # BEGIN LAB 5.3
     payload = _record(raw, "payload")
-    if payload.get("error") is not None:
-        raise ProviderError(provider_error_message(payload["error"]))
     choices = payload.get("choices")
     if not isinstance(choices, list):
         raise InvalidProviderChunk("choices must be an array")
     usage = _usage(payload.get("usage"))
     if not choices:  # an empty choices array carries the trailing usage
-        if usage is None and strict:
+        if usage is None:
             raise InvalidProviderChunk("choices is empty and the payload carries no usage")
         return PayloadParts([], None, usage)
     if len(choices) > 1:
         raise InvalidProviderChunk(f"choices must hold exactly one choice, got {len(choices)}")
     choice = _record(choices[0], "choices[0]")
-    if "index" in choice and _token_count(choice["index"], "choices[0].index") != 0:
-        raise InvalidProviderChunk("choices[0].index must be 0: only the first choice is read")
-    if not strict and choice.get("delta") is None and choice.get("finish_reason") is None:
-        return PayloadParts([], None, usage)  # an annotation without content (a content filter's)
     delta = _record(choice.get("delta"), "choices[0].delta")
 
     chunks: list[TextChunk | ToolChunk] = []
@@ -269,52 +235,48 @@ def parse_payload(raw: object, *, strict: bool = True) -> PayloadParts:
             raise InvalidProviderChunk("choices[0].delta.tool_calls must be an array")
         for i, item in enumerate(tool_calls):
             chunks.append(_tool_chunk(item, f"choices[0].delta.tool_calls[{i}]"))
-    refusal = _string(delta.get("refusal"), "choices[0].delta.refusal")
     finish_reason = _finish_reason(choice.get("finish_reason"))
-    return PayloadParts(chunks, finish_reason, usage, refusal)
+    return PayloadParts(chunks, finish_reason, usage)
     # END LAB 5.3
-
-
-def parse_json(data: str) -> object:
-    """``json.loads`` for one payload; text that is not JSON is an invalid provider chunk."""
-    try:
-        return json.loads(data)
-    except ValueError:
-        pass
-    raise InvalidProviderChunk("data is not valid JSON")
 
 
 # --- finish + trailing usage --------------------------------------------------------------------
 
 
-async def iter_provider_chunks(
-    events: AsyncIterable[SSEEvent], *, strict: bool = True
-) -> AsyncIterator[ProviderChunk]:
-    """Lab 5.3: parse_payload(parse_json(…)) to [DONE]; finish + usage → 1 FinishChunk; refusal → raise."""
+async def read_provider_chunks(events: AsyncIterable[SSEEvent]) -> AsyncIterator[ProviderChunk]:
+    """Lab 5.3: Each event up to [DONE] → parse_payload(parse_json(data)); finish + usage → 1 FinishChunk."""
     # BEGIN LAB 5.3
     finish_reason: FinishReason | None = None
     usage: PartialUsage = {}
-    refusal = ""
     async for event in events:
-        if event.data.strip() == "[DONE]":
+        if event.data == "[DONE]":
             break
-        parts = parse_payload(parse_json(event.data), strict=strict)
-        if parts.chunks and finish_reason is not None:
-            raise InvalidProviderChunk(f"content arrived after finish_reason {finish_reason!r}")
+        parts = parse_payload(parse_json(event.data))
         for chunk in parts.chunks:
             yield chunk
         if parts.finish_reason is not None:
-            if finish_reason not in (None, parts.finish_reason):
-                raise InvalidProviderChunk(
-                    f"finish_reason changed from {finish_reason!r} to {parts.finish_reason!r}"
-                )
-            finish_reason = parts.finish_reason
+            finish_reason = parts.finish_reason  # remembered: the usage may still be on its way
         if parts.usage is not None:
             usage.update(parts.usage)  # a later payload overrides only the counts it carries
-        if parts.refusal:
-            refusal += parts.refusal
-    if refusal:
-        raise ProviderRefusal(refusal)  # the course types cannot hold it: never drop it silently
     if finish_reason is not None:
         yield FinishChunk(finish_reason, Usage(**usage) if usage else None)
     # END LAB 5.3
+
+
+async def iter_provider_chunks(
+    events: AsyncIterable[SSEEvent], *, strict: bool = True
+) -> AsyncIterator[ProviderChunk]:
+    """Given: the chapter's reader, :func:`read_provider_chunks`, after the given reading of each event.
+
+    :class:`~pi_course.reading.PayloadReading` hands it the events (in-stream errors, refusals,
+    choice indexes, ``[DONE]`` with spaces, and with ``strict=False`` what a real provider meant);
+    at the end, the fields the reader ignored are logged once (INFO, ``pi_course.reading``).
+    """
+    reading = PayloadReading(strict=strict)
+    chunks = read_provider_chunks(reading.events(events))
+    try:
+        async for chunk in chunks:
+            yield chunk
+    finally:
+        reading.report.log_once()
+        await aclose_iterator(chunks)

@@ -131,7 +131,7 @@ class OpenAICompatibleTransport:
     async def stream(
         self, request: ProviderRequest, *, signal: AbortSignal | None = None
     ) -> AsyncIterator[ProviderChunk]:
-        """Lab 5.3: self._reads → iter_sse_events → iter_provider_chunks; AbortError kept, others redacted."""
+        """Lab 5.3: _reads → iter_sse_events → iter_provider_chunks; AbortError kept, others redacted."""
         # BEGIN LAB 5.3
         failure: str | None = None
         try:

@@ -14,6 +14,9 @@ For tests in ``test_05_provider_adapter.py`` and ``test_05_beyond.py`` (and only
   innermost line of ``pi_course`` code on the failure's traceback (for a timeout: the innermost
   line of the lesson's own code, where it was stuck), the time bound if it hit, and whether the
   test never awaited (``SIGALRM`` had to interrupt it).
+* **Steps of the beyond checks.** A check in ``test_05_beyond.py`` names the last practice step
+  it needs with ``@pytest.mark.step("5.x")``; that step is recorded (``pi_course_step``), and
+  ``check`` counts the check only once that step and every step before it pass.
 * **Progress.** With ``PI_COURSE_CHECK_PROGRESS`` naming a file, each test's start and outcome are
   appended to it as JSON lines, so a runner that had to stop a hung process can still name the test.
 
@@ -49,6 +52,10 @@ _timed_out = pytest.StashKey[float]()
 _interrupted = pytest.StashKey[bool]()  # SIGALRM stopped it: the code never gave the event loop back
 _comparisons: list[tuple[str, object, object]] = []
 _timeouts = 0
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "step(number): the last practice step a beyond check needs")
 
 
 @pytest.fixture
@@ -199,6 +206,9 @@ def _described(item: pytest.Item) -> list[tuple[str, str]]:
     if callspec is not None:
         label += f"（{callspec.id}）"
     described = [("pi_course_label", label)]
+    step = item.get_closest_marker("step")
+    if step is not None and step.args:
+        described.append(("pi_course_step", str(step.args[0])))
     hint = " ".join(line.removeprefix("下一步：") for line in lines if line.startswith("下一步："))
     if hint:
         described.append(("pi_course_hint", hint))

@@ -4,6 +4,11 @@
 ("本章之外的检查"). They use only the public API (``from pi_course import …``), so they run
 unchanged against a practice copy. Each check's docstring gives its name (first line) and the
 next step (the ``下一步：`` line) that ``check`` prints when it fails.
+
+Each check is tied, once, to the last practice step it needs: ``@pytest.mark.step("5.x")``
+(``tests/conftest.py`` records it). Until that step's focused tests and every earlier step's
+pass, ``check`` shows the check as 待完成 (pending), never ✓: against a stub, a pass means
+nothing. A check added here needs its marker too (tests/workflow/test_check.py looks).
 """
 
 from __future__ import annotations
@@ -135,10 +140,11 @@ def leaks(error: BaseException) -> list[str]:
     return places
 
 
+@pytest.mark.step("5.4")
 @pytest.mark.parametrize("respond", ERROR_PATHS.values(), ids=ERROR_PATHS.keys())
 async def test_key_stays_out_of_every_error_chain(respond: Respond) -> None:
     """密钥不在错误、错误链（__context__、__cause__）或 traceback 里
-    下一步：pi_course/transport.py 的 stream()：except 块里只记下脱敏后的文字，离开 except 块之后再 raise（在 except 块里 raise … from None，原来的错误仍留在 __context__ 里）
+    下一步：pi_course/transport.py 的 stream()：except 块里只记下脱敏后的文字，离开 except 块之后再 raise。注意：在 except 块里写 raise … from None 不能解决问题——from None 只是不打印原来的错误，它仍留在新错误的 __context__ 里，密钥也就还在
     """
     error: Exception | None = None
     try:
@@ -165,6 +171,7 @@ async def one_terminal(model: OpenAICompatibleModel) -> tuple[list[str], Assista
     return types, await stream.result()
 
 
+@pytest.mark.step("5.3")
 async def test_dropped_connection_ends_in_one_error_event() -> None:
     """连接中途断开：恰好一个 error 终态，partial 保留，没有异常逃出 stream()
     下一步：pi_course/transport.py 的 stream()：读取中的网络异常（httpx.RemoteProtocolError）也要离开 transport，由 adapter 变成 error 终态
@@ -178,6 +185,7 @@ async def test_dropped_connection_ends_in_one_error_event() -> None:
     assert (result.stop_reason, result.content) == ("error", (TextContent("正在"),))
 
 
+@pytest.mark.step("5.3")
 async def test_in_stream_error_payload_ends_in_one_error_event() -> None:
     """流内的 error payload：恰好一个 error 终态，partial 保留
     下一步：pi_course/sse.py 的 parse_payload()：没有 choices 数组的 payload 是一个错误，不能被当成空数据跳过
@@ -194,6 +202,7 @@ async def test_in_stream_error_payload_ends_in_one_error_event() -> None:
     assert (result.stop_reason, result.content) == ("error", (TextContent("正在"),))
 
 
+@pytest.mark.step("5.3")
 async def test_http_error_status_names_the_status() -> None:
     """HTTP 错误状态（401）：一个 error 终态，error_message 写出状态码
     下一步：pi_course/transport.py：读 body 之前先看 response 的状态码，非 2xx 时抛出写明状态码的错误
@@ -211,6 +220,7 @@ async def test_http_error_status_names_the_status() -> None:
 # --- the local provider the notebooks use ---------------------------------------------------------
 
 
+@pytest.mark.step("5.4")
 async def test_local_provider_mainline_over_loopback() -> None:
     """本地 provider（local_model()，真实的 loopback HTTP）走通主线 call-1
     下一步：用 python -m pi_course chat "读取 README.md" 看事件；请求头（Authorization、Content-Type）与 body 要被真实的 HTTP 服务器接受
@@ -224,3 +234,84 @@ async def test_local_provider_mainline_over_loopback() -> None:
     assert types[-1] == "done", f"终态是 {types[-1]}：{result.error_message!r}"
     assert result.content == (ToolCall("call-1", "read", {"path": "README.md"}, '{"path":"README.md"}'),)
     assert result.stop_reason == "toolUse"
+
+
+# --- the chapter's narrowing, rule by rule (practice 5.3) -------------------------------------------
+
+
+def choice_payload(delta: object) -> dict[str, object]:
+    return {"choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
+
+
+def tool_payload(**call: object) -> dict[str, object]:
+    return choice_payload({"tool_calls": [{"index": 0, "id": "call-1", **call}]})
+
+
+# (the payload, the JSON path the error must name): each one a rule the chapter states.
+NARROWING = {
+    "content-not-a-string": (choice_payload({"content": 42}), "choices[0].delta.content"),
+    "delta-not-an-object": (choice_payload([]), "choices[0].delta"),
+    "tool-calls-not-an-array": (choice_payload({"tool_calls": {}}), "choices[0].delta.tool_calls"),
+    "tool-call-not-an-object": (choice_payload({"tool_calls": [1]}), "choices[0].delta.tool_calls[0]"),
+    "tool-index-missing": (
+        choice_payload({"tool_calls": [{"id": "call-1", "function": {"name": "read"}}]}),
+        "choices[0].delta.tool_calls[0].index",
+    ),
+    "tool-index-negative": (tool_payload(index=-1), "choices[0].delta.tool_calls[0].index"),
+    "tool-index-not-whole": (tool_payload(index=1.5), "choices[0].delta.tool_calls[0].index"),
+    "tool-index-too-big": (tool_payload(index=2**53), "choices[0].delta.tool_calls[0].index"),
+    "tool-id-not-a-string": (tool_payload(id=7), "choices[0].delta.tool_calls[0].id"),
+    "tool-name-not-a-string": (
+        tool_payload(function={"name": 7}),
+        "choices[0].delta.tool_calls[0].function.name",
+    ),
+    "tool-arguments-not-a-string": (
+        tool_payload(function={"arguments": {"path": "README.md"}}),
+        "choices[0].delta.tool_calls[0].function.arguments",
+    ),
+    "empty-choices-without-usage": ({"choices": []}, "choices"),
+    "two-choices": ({"choices": [{"delta": {}}, {"delta": {}}]}, "choices"),
+    "usage-not-an-object": ({"choices": [], "usage": [12]}, "usage"),
+    "usage-count-negative": ({"choices": [], "usage": {"prompt_tokens": -1}}, "usage.prompt_tokens"),
+    "usage-count-a-string": ({"choices": [], "usage": {"completion_tokens": "8"}}, "usage.completion_tokens"),
+    "usage-count-a-bool": ({"choices": [], "usage": {"total_tokens": True}}, "usage.total_tokens"),
+}
+
+
+@pytest.mark.step("5.3")
+@pytest.mark.parametrize(("payload", "path"), NARROWING.values(), ids=NARROWING.keys())
+async def test_each_narrowing_rule_of_the_chapter_names_its_json_path(payload: object, path: str) -> None:
+    """本章的每条收窄规则：不合形状的外部数据以 error 结束，错误信息写出 JSON 路径，partial 保留
+    下一步：pi_course/sse.py 的 parse_payload() 与校验函数（_record、_string、_token_count、_usage、_tool_chunk）：按本章的收窄路径逐层检查，错误信息以 Invalid provider chunk: 开头并写出字段路径
+    """
+
+    def respond(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers=SSE_HEADERS, content=sse(text_payload("正在"), payload))
+
+    types, result = await one_terminal(model_over(respond))
+    assert types[-1] == "error", f"终态是 {types[-1]}：这条 payload 应当被拒绝"
+    message = result.error_message or ""
+    assert message.startswith("Invalid provider chunk: "), f"error_message：{message!r}"
+    assert path in message, f"error_message 没有写出 {path}：{message!r}"
+    assert result.content == (TextContent("正在"),)
+
+
+@pytest.mark.step("5.3")
+async def test_finish_reason_and_usage_in_one_payload_make_one_finish() -> None:
+    """finish_reason 与 usage 在同一条 payload 里：一个 done，usage 原样保留
+    下一步：pi_course/sse.py 的 read_provider_chunks()：记下结束原因，合并每一条 payload 带来的 usage，最后只产出一个 finish chunk
+    """
+    finish = {
+        "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
+    }
+
+    def respond(request: httpx.Request) -> httpx.Response:
+        body = sse(text_payload("好"), finish) + b"data: [DONE]\n\n"
+        return httpx.Response(200, headers=SSE_HEADERS, content=body)
+
+    types, result = await one_terminal(model_over(respond))
+    assert types == ["start", "text_delta", "done"], types
+    assert (result.stop_reason, result.usage.input, result.usage.output, result.usage.total_tokens) == (
+        "stop", 3, 1, 4,
+    )  # fmt: skip

@@ -1,9 +1,306 @@
 """``check``: what notebook checkpoint cells and ``python -m pi_course check 05`` call.
 
-For now this re-exports the entry points from ``checkpoint``; the split of that module by job
-moves them here.
+One run of the tests gives one :class:`~.testrun.Report`; everything shown is computed from it:
+the count lines, the next steps (:mod:`.advice`), the verdict (the last line, which the exit
+status follows) and, with ``--json``, the record that ``grade`` collects per copy.
+
+``python -m pi_course check 05`` runs the focused tests and the checks beyond the chapter; the
+chapter is done when all 11 focused tests and every beyond check pass. ``--course-only`` or
+``--step`` runs the focused tests alone. ``check()`` from Python (the notebooks' checkpoint
+cells) runs the focused tests alone unless ``beyond=True``.
 """
 
-from .checkpoint import check, course_root
+from __future__ import annotations
 
-__all__ = ["check", "course_root"]
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, TypedDict
+
+from ..chapter.steps import CHAPTER_TOTAL, STEP_NUMBERS, STEPS, Step
+from .advice import first_thing_to_fix, next_step_lines
+from .locate import check_target, course_root, practice_path_problem
+from .testrun import Report, run_tests
+
+__all__ = [
+    "CheckRecord",
+    "Verdict",
+    "check",
+    "check_command",
+    "check_record",
+    "course_root",
+    "import_failure_teller",
+    "record_of",
+    "report_lines",
+    "steps_for",
+    "verdict_of",
+]
+
+CHAPTER = "第 05 章"
+EXIT_FAILED = 1
+EXIT_USAGE = 2  # nothing was checked: not a copy, or a bad flag
+EXIT_INTERRUPTED = 130
+
+Status = Literal["done", "incomplete", "import-error", "timeout", "not-a-copy"]
+
+
+class CheckRecord(TypedDict):
+    """One copy's result, as ``check 05 --json`` prints it and ``grade`` collects it."""
+
+    name: str
+    path: str
+    status: Status
+    focused: dict[str, list[int]]  # {"5.1": [passed, total], …}
+    focused_passed: int
+    focused_total: int
+    beyond_passed: int
+    beyond_total: int
+    first_failure: str | None
+    seconds: float
+
+
+def steps_for(number: str | None) -> tuple[Step, ...]:
+    if number is None:
+        return STEPS
+    for step in STEPS:
+        if step.number == number:
+            return (step,)
+    raise ValueError(f"unknown step {number!r}; choose one of {', '.join(s.number for s in STEPS)}")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What was checked (``第 05 章``, ``实践 5.2``…), whether it is done, and what to fix first."""
+
+    scope: str
+    done: bool
+    first_failure: str | None
+
+    @property
+    def line(self) -> str:
+        return f"{self.scope}：完成" if self.done else f"{self.scope}：未完成——{self.first_failure}"
+
+
+def verdict_of(report: Report, steps: tuple[Step, ...] = STEPS, *, beyond: bool = True) -> Verdict:
+    """The verdict on what was asked: the whole chapter only with the beyond checks (``beyond``).
+
+    A red light (pi_course does not import, or 5.1's types are missing) is the verdict's reason
+    as it stands: nothing else was run.
+    """
+    if len(steps) == 1:
+        scope = f"实践 {steps[0].number}"
+    elif not beyond:
+        scope = f"{CHAPTER}聚焦测试"
+    else:
+        scope = CHAPTER
+    done = report.ok(steps) and report.beyond_ok()
+    if done:
+        return Verdict(scope, True, None)
+    first = first_thing_to_fix(report, steps) or "没有找到失败的测试（用 check -v 查看 pytest 的完整报告）"
+    return Verdict(scope, False, first)
+
+
+def report_lines(report: Report, steps: tuple[Step, ...]) -> list[str]:
+    """The count lines: one per step, the chapter total, then the beyond checks when they ran.
+
+    None for a red light: the verdict says it.
+    """
+    if report.red_light is not None:
+        return []
+    lines = [report.line(step) for step in steps]
+    if len(steps) == len(STEPS):
+        lines.append(f"第 05 章聚焦测试：{report.total}/{CHAPTER_TOTAL}")
+    if report.beyond_note is not None:
+        lines.append(report.beyond_note)
+    if report.beyond is not None and not report.beyond:
+        lines.append("本章之外的检查：没有运行")
+    elif report.beyond is not None:
+        lines += _beyond_lines(report)
+    if report.stopped is not None:
+        lines.append(report.stopped)
+    return lines
+
+
+def _beyond_lines(report: Report) -> list[str]:
+    """The beyond checks: passed ones by name, failed ones (details follow), pending ones per step."""
+    checks = report.beyond or ()
+    pending = report.beyond_count("pending")
+    count = f"本章之外的检查：{report.beyond_count('passed')}/{len(checks)}"
+    lines = [count + (f"（{pending} 项待完成）" if pending else "")]
+    waiting: dict[str, int] = {}
+    for beyond in checks:
+        state = report.beyond_state(beyond)
+        if state == "passed":
+            lines.append(f"  ✓ {beyond.shown}")
+        elif state == "failed" and not report.ok(STEPS):  # with every step done, advice details it
+            lines.append(f"  ✗ {beyond.shown}")
+        elif state == "pending":
+            first = next(step for step in report.needed_steps(beyond) if not report.step_done(step))
+            waiting[first.number] = waiting.get(first.number, 0) + 1
+    for number, count_waiting in sorted(waiting.items()):
+        lines.append(f"  待完成 {count_waiting} 项：实践 {number} 的聚焦测试全部通过之后才算")
+    return lines
+
+
+def print_report(report: Report, steps: tuple[Step, ...], *, beyond: bool, verbose: bool = False) -> Verdict:
+    """Print what ``check`` shows, ending with the verdict; return the verdict."""
+    if verbose and report.output:
+        print(report.output.rstrip())
+        print()
+    lines = report_lines(report, steps) + next_step_lines(report, steps)
+    if lines:
+        print("\n".join(lines))
+    verdict = verdict_of(report, steps, beyond=beyond)
+    print(verdict.line)
+    return verdict
+
+
+def check(
+    step: str | None = None,
+    path: str | Path | None = None,
+    *,
+    beyond: bool = False,
+    verbose: bool = False,
+) -> bool:
+    """Print one line per step, the next steps and the verdict; ``True`` when it is done.
+
+    This is what notebook checkpoint cells call: from Python it runs the course's focused tests
+    only, unless ``beyond=True`` (the command line's default). ``verbose`` prints pytest's own
+    report first.
+    """
+    steps = steps_for(step)
+    beyond = beyond and step is None
+    report = run_tests(steps, path, beyond=beyond, verbose=verbose)
+    return print_report(report, steps, beyond=beyond, verbose=verbose).done
+
+
+# --- the record -----------------------------------------------------------------------------------
+
+
+def record_of(report: Report, root: Path, seconds: float) -> CheckRecord:
+    """The record of one whole-chapter run (focused and beyond): the same facts the text shows."""
+    verdict = verdict_of(report, STEPS)
+    status: Status
+    if report.timed_out:
+        status = "timeout"
+    elif report.import_error:
+        status = "import-error"
+    else:
+        status = "done" if verdict.done else "incomplete"
+    return CheckRecord(
+        name=root.name,
+        path=str(root),
+        status=status,
+        focused={step.number: [report.passed.get(step.number, 0), step.expected] for step in STEPS},
+        focused_passed=report.total,
+        focused_total=CHAPTER_TOTAL,
+        beyond_passed=report.beyond_count("passed"),
+        beyond_total=len(report.beyond or ()),
+        first_failure=verdict.first_failure,
+        seconds=round(seconds, 2),
+    )
+
+
+def not_a_copy_record(path: str | Path, why: str) -> CheckRecord:
+    """The record for a path that holds no practice copy: nothing ran."""
+    folder = Path(path).expanduser().absolute()
+    return CheckRecord(
+        name=folder.name,
+        path=str(folder),
+        status="not-a-copy",
+        focused={step.number: [0, step.expected] for step in STEPS},
+        focused_passed=0,
+        focused_total=CHAPTER_TOTAL,
+        beyond_passed=0,
+        beyond_total=0,
+        first_failure=why,
+        seconds=0.0,
+    )
+
+
+def check_record(path: str | Path) -> CheckRecord:
+    """Check the practice copy at (or around) ``path``, print nothing, return its record."""
+    problem = practice_path_problem(str(path))
+    if problem is not None:
+        return not_a_copy_record(path, problem)
+    root, _ = check_target(str(path), Path.cwd(), course_root())
+    assert root is not None  # practice_path_problem found the tree
+    started = time.monotonic()
+    report = run_tests(STEPS, root, beyond=True)
+    return record_of(report, root, time.monotonic() - started)
+
+
+def import_failure_teller(args: list[str], root: Path) -> Callable[[str], None]:
+    """How a copy's own ``check`` says that its pi_course does not import (the excepthook calls it).
+
+    The package failed before the command line could run, so the arguments are read here: the
+    verdict on stdout, or with ``--json`` the ``import-error`` record of the copy itself.
+    """
+    step = args[args.index("--step") + 1] if "--step" in args[:-1] else None
+    steps = steps_for(step) if step in STEP_NUMBERS else STEPS
+    beyond = step is None and "--course-only" not in args
+    elsewhere = "--path" in args or any(arg.startswith("--path=") for arg in args) or "--reference" in args
+
+    def tell(line: str) -> None:
+        report = Report({}, line, import_error=True)
+        if "--json" in args and not elsewhere:
+            print(json.dumps(record_of(report, root, 0.0), ensure_ascii=False))
+        elif elsewhere:  # another tree was asked for, and cannot be checked from here
+            print(line, file=sys.stderr)
+        else:
+            print(verdict_of(report, steps, beyond=beyond).line)
+
+    return tell
+
+
+# --- the command ----------------------------------------------------------------------------------
+
+
+def _cwd() -> Path:
+    try:
+        return Path.cwd()
+    except OSError:  # the current folder was removed
+        return Path(os.environ.get("PWD") or ".").absolute()
+
+
+def check_command(
+    step: str | None = None,
+    path: str | None = None,
+    *,
+    reference: bool = False,
+    as_json: bool = False,
+    course_only: bool = False,
+    verbose: bool = False,
+) -> int:
+    """``python -m pi_course check 05 …``: find the tree, run, print; the exit status follows the verdict.
+
+    0: done; 1: not done; 2: nothing checked (not a copy). With ``as_json`` the record is the
+    only thing printed on stdout (a path that is not a copy is a ``not-a-copy`` record).
+    """
+    root, line = check_target(path, _cwd(), course_root(), reference=reference)
+    if root is None:
+        if as_json:
+            print(json.dumps(not_a_copy_record(path or _cwd(), line or ""), ensure_ascii=False))
+        else:
+            print(line, file=sys.stderr)
+        return EXIT_USAGE
+    if line is not None and not as_json:
+        print(line, file=sys.stderr)
+    steps = steps_for(step)
+    beyond = step is None and not course_only
+    started = time.monotonic()
+    try:
+        report = run_tests(steps, root, beyond=beyond, verbose=verbose)
+    except KeyboardInterrupt:
+        print("check 已中断（Ctrl-C）。", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    if as_json:
+        record = record_of(report, root, time.monotonic() - started)
+        print(json.dumps(record, ensure_ascii=False))
+        return 0 if record["status"] == "done" else EXIT_FAILED
+    verdict = print_report(report, steps, beyond=beyond, verbose=verbose)
+    return 0 if verdict.done else EXIT_FAILED

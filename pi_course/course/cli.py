@@ -8,8 +8,7 @@ import os
 import re
 import socket
 import sys
-from collections.abc import Sequence
-from pathlib import Path
+from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from ..chapter.steps import STEP_NUMBERS
@@ -33,6 +32,21 @@ def _port(value: str) -> int:
     if not 1 <= port <= 65535:
         raise argparse.ArgumentTypeError(f"必须是 1 到 65535 之间的整数，收到 {value!r}")
     return port
+
+
+def _positive(kind: type[int] | type[float]) -> Callable[[str], float]:
+    """An argparse type for a positive, finite ``int`` or ``float`` (``grade --jobs``, ``--timeout``)."""
+
+    def parse(value: str) -> float:
+        try:
+            number = kind(value)
+        except ValueError:
+            number = 0
+        if not 0 < number < float("inf"):
+            raise argparse.ArgumentTypeError(f"必须是正{'整' if kind is int else ''}数，收到 {value!r}")
+        return number
+
+    return parse
 
 
 def _model_help() -> str:
@@ -90,8 +104,8 @@ def unknown_model_line(error_message: str | None, model: str, base_url: str | No
 async def _chat(prompt: str, model_name: str | None) -> int:
     try:
         from ..chapter.fixtures import READ_TOOL
-        from ..notebook.display import describe_event
         from ..provider.connect import ConfigurationError, connect, not_found_hint
+        from .describe import describe_event
     except ImportError as error:
         _say(_before_51(error) or f"chat 无法导入 pi_course：{error}")
         return 1
@@ -157,114 +171,22 @@ def _serve(host: str, port: int) -> int:
     return 0
 
 
-def practice_path_problem(path: str) -> str | None:
-    """Why ``check --path PATH`` cannot run there (one line), or ``None`` for a usable tree."""
-    from ..chapter.steps import FOCUSED_TEST
+class _Once(argparse.Action):
+    """An option that may be given once: ``check --path a --path b`` is an error, not the last one."""
 
-    folder = Path(path).expanduser()
-    if not folder.exists():
-        return (
-            f"check --path {path}：这个文件夹不存在。"
-            "请给出练习副本的目录（python -m pi_course practice 05 DIR 创建的那个）。"
-        )
-    if not folder.is_dir():
-        return f"check --path {path}：这不是一个文件夹。请给出练习副本的目录。"
-    if find_course_tree(folder.resolve()) is None:
-        return (
-            f"check --path {path}：这里不是练习副本（需要 pi_course/__init__.py 和 tests/{FOCUSED_TEST}）。"
-            "请给出 python -m pi_course practice 05 DIR 创建的目录。"
-        )
-    return None
-
-
-def is_course_tree(folder: Path) -> bool:
-    """A folder ``check`` can test: ``pi_course/__init__.py`` beside the focused tests."""
-    from ..chapter.steps import FOCUSED_TEST
-
-    tests = (folder / "tests" / FOCUSED_TEST, folder / "pi_course" / "_course" / "tests" / FOCUSED_TEST)
-    return (folder / "pi_course" / "__init__.py").is_file() and any(test.is_file() for test in tests)
-
-
-def is_practice_copy(folder: Path) -> bool:
-    """A tree made by ``practice 05`` (its ``__init__.py`` says ``EDITION = "practice"``)."""
-    try:
-        source = (folder / "pi_course" / "__init__.py").read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return False
-    return 'EDITION = "practice"' in source or (folder / "LEARNING.md").is_file()
-
-
-def find_course_tree(start: Path) -> Path | None:
-    """The nearest tree ``check`` can test at or above ``start`` (a practice copy's notebooks/…)."""
-    for folder in (start, *start.parents):
-        if is_course_tree(folder):
-            return folder
-    return None
-
-
-def check_target(path: str | None, cwd: Path, running: Path) -> tuple[Path | None, str | None]:
-    """Which tree ``check`` tests, with the one line to say about it; or ``None`` and why not.
-
-    The nearest tree at or above ``--path`` (else the current directory) — a practice copy is
-    checked without a word. Outside every tree, the tree of the running ``pi_course``. Whatever
-    is not a practice copy (the reference) is named in one line, so that a learner who ran
-    ``check`` in the wrong folder does not take the reference's 11/11 for their own.
-    """
-    if path is not None:
-        problem = practice_path_problem(path)
-        if problem is not None:
-            return None, problem
-        start = Path(path).expanduser().resolve()
-    else:
-        start = cwd
-    found = find_course_tree(start)
-    if found is None:
-        if not is_course_tree(running):
-            return None, (
-                f"check 05：{cwd} 不在练习副本里，正在运行的 pi_course（{running / 'pi_course'}）"
-                "也没有聚焦测试。请 cd 到练习副本的目录再运行，或加 --path 副本目录"
-                "（python -m pi_course practice 05 DIR 创建一份）。"
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[object] | None,
+        option_string: str | None = None,
+    ) -> None:
+        if getattr(namespace, self.dest, None) is not None:
+            parser.error(
+                f"{option_string} 只能给一次（收到 {getattr(namespace, self.dest)} 和 {values}）；"
+                "要一次检查多份练习副本，用 python -m pi_course grade 05 PATH..."
             )
-        found = running
-        if is_practice_copy(found):
-            note = f"check 05：{cwd} 不在练习副本里；检查的是正在运行的 pi_course 所在的练习副本 {found}。"
-            return found, note
-    if is_practice_copy(found):
-        return found, None
-    return found, (
-        f"check 05：检查的是参考实现（reference，{found / 'pi_course'}），不是练习副本。"
-        "要检查你的练习副本：在副本目录里运行，或加 --path 副本目录。"
-    )
-
-
-def _checkpoint(diff: bool, mine: bool) -> int:
-    from .practice import PracticeError, target_diff
-
-    if not diff:
-        if mine:
-            _say("checkpoint 05 --mine 要和 --diff 一起用：python -m pi_course checkpoint 05 --diff --mine")
-            return EXIT_USAGE
-        print(CHECKPOINT_05, end="")
-        return 0
-    # --mine from a copy's notebooks/ runs the reference's CLI: diff the copy's files, not its own.
-    copy = find_course_tree(Path.cwd()) if mine else None
-    try:
-        if copy is not None and is_practice_copy(copy):
-            text = target_diff(mine=True, package=copy / "pi_course")
-        else:
-            text = target_diff(mine=mine)
-    except PracticeError as error:
-        _say(str(error))
-        return 1
-    if mine and not text:
-        print("你的教学文件与 target 相同（mine → target 没有差别）。")
-        return 0
-    try:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    except BrokenPipeError:  # `checkpoint 05 --diff | head`: the reader left; so do we, quietly
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    return 0
+        setattr(namespace, self.dest, values)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -288,17 +210,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     practice.add_argument("chapter", choices=["05"])
     practice.add_argument("directory", help="a new or empty folder")
 
-    check = commands.add_parser("check", help="run the focused tests, one line per practice step")
+    check = commands.add_parser(
+        "check",
+        help="run the focused tests and the checks beyond the chapter; the last line is the verdict",
+    )
     check.add_argument("chapter", choices=["05"])
-    check.add_argument("--step", choices=STEP_NUMBERS)
-    check.add_argument(
+    check.add_argument("--step", choices=STEP_NUMBERS, help="one step's focused tests alone")
+    which = check.add_mutually_exclusive_group()
+    which.add_argument(
         "--path",
-        help="a practice copy or a folder inside one (default: the copy around the current folder; "
-        "outside every copy, the running pi_course, which is then named)",
+        action=_Once,
+        help="a practice copy or a folder inside one (default: the copy around the current folder)",
+    )
+    which.add_argument(
+        "--reference", action="store_true", help="check the installed reference, not a practice copy"
     )
     check.add_argument("-v", "--verbose", action="store_true", help="print pytest's full report too")
     check.add_argument(
         "--course-only", action="store_true", help="the 11 focused tests alone, without the beyond checks"
+    )
+    check.add_argument(
+        "--json", action="store_true", help="print the copy's record (JSON, one line) and nothing else"
     )
 
     checkpoint = commands.add_parser("checkpoint", help="where chapter 05 starts and ends")
@@ -306,10 +238,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     checkpoint.add_argument("--diff", action="store_true", help="print the target diff: starter → target")
     checkpoint.add_argument("--mine", action="store_true", help="with --diff: from your files to the target")
 
+    grade = commands.add_parser(
+        "grade",
+        help="check a class of practice copies (folders, folders of copies, .zip/.tar.gz), in parallel",
+        description="Check every practice copy: each on a temporary copy, in its own process group, "
+        "with a time bound and an environment without provider settings or keys. "
+        "Prints a table (unfinished copies first) and writes the files asked for.",
+    )
+    grade.add_argument("chapter", choices=["05"])
+    grade.add_argument(
+        "paths", nargs="+", metavar="PATH", help="a copy, a folder of copies, or a .zip/.tar.gz of one"
+    )
+    grade.add_argument("--json", dest="json_file", metavar="F", help="write the records as a JSON list")
+    grade.add_argument("--csv", dest="csv_file", metavar="F", help="write one CSV row per copy")
+    grade.add_argument("--html", dest="html_file", metavar="F", help="write one self-contained HTML page")
+    grade.add_argument(
+        "--jobs", type=_positive(int), metavar="N", help="copies checked at once (default: CPU count)"
+    )
+    grade.add_argument(
+        "--timeout", type=_positive(float), default=120.0, metavar="S", help="seconds per copy (default: 120)"
+    )
+
     try:
         args, extra = parser.parse_known_args(argv)
         if extra:  # named by the subcommand that did not take them, with its own --help
             commands.choices[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
+        if args.command == "check" and args.json and (args.step or args.course_only or args.verbose):
+            check.error("--json 给出整章的记录：不能和 --step、--course-only 或 -v 一起用")
     except SystemExit as stop:  # --help, or a one-line usage error already printed
         return stop.code if isinstance(stop.code, int) else EXIT_USAGE
     if args.command == "serve":
@@ -338,50 +293,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"下一步：cd {target} && python -m pi_course check 05（先看第一次红灯），再读 LEARNING.md")
         return 0
     if args.command == "check":
-        from .checkpoint import check as run_check
-        from .checkpoint import course_root
+        from .check import check_command
 
-        try:
-            cwd = Path.cwd()
-        except OSError:  # the current folder was removed
-            cwd = Path(os.environ.get("PWD") or ".").absolute()
-        root, line = check_target(args.path, cwd, course_root())
-        if line is not None:
-            _say(line)
-        if root is None:
-            return EXIT_USAGE
-        try:
-            beyond = args.step is None and not args.course_only
-            return 0 if run_check(args.step, root, beyond=beyond, verbose=args.verbose) else 1
-        except KeyboardInterrupt:
-            print("check 已中断（Ctrl-C）。", file=sys.stderr)
-            return 130
+        return check_command(
+            args.step,
+            args.path,
+            reference=args.reference,
+            as_json=args.json,
+            course_only=args.course_only,
+            verbose=args.verbose,
+        )
     if args.command == "checkpoint":
-        return _checkpoint(args.diff, args.mine)
+        from .checkpoint import checkpoint_command
+
+        return checkpoint_command(args.diff, args.mine)
+    if args.command == "grade":
+        from .grade_report import run as run_grade
+
+        try:
+            return run_grade(
+                args.paths, json_file=args.json_file, csv_file=args.csv_file, html_file=args.html_file,
+                jobs=args.jobs, timeout=args.timeout,
+            )  # fmt: skip
+        except KeyboardInterrupt:
+            _say("grade 已中断（Ctrl-C），没有留下检查进程。")
+            return EXIT_INTERRUPTED
     parser.error(f"unknown command {args.command}")
-
-
-CHECKPOINT_05 = """Checkpoint 05 · 接入 OpenAI-compatible Provider
-起点（parent）：第 04 章完成。`python -m pi_course practice 05 DIR` 生成这个起点：
-  没有 ToolDefinition，AgentContext 没有 tools，第 05 章的函数都是桩。
-终点（target）：11 项聚焦测试全部通过（1 + 3 + 5 + 2）。
-  练习副本里，target 放在 pi_course/course/target-05/（LAB 区域有标记；先别看）。
-教学文件（pi_course/ 顶层；provider/、course/、notebook/ 是工具，不用改）：
-  pi_course/protocol.py      5.1  ToolDefinition、AgentContext.tools（并在 __init__.py 导出）
-  pi_course/outbound.py   5.1  to_provider_messages()、to_provider_tools()
-  pi_course/adapter.py    5.2  fixed_transport()、OpenAICompatibleModel.stream()
-  pi_course/sse.py        5.3  SSEDecoder.feed()、parse_payload() 与校验函数、iter_provider_chunks()
-  pi_course/transport.py       5.3  stream()、_reads()：读取响应与取消（5 项 SSE 测试都经过它们）
-                          5.4  chat_completions_url()、_headers()、request_body()、_Secret.redact()
-聚焦测试：tests/test_05_provider_adapter.py
-命令：
-  python -m pi_course practice 05 DIR        创建练习目录
-  python -m pi_course check 05 [--step 5.x]  [--path DIR]  逐步检查
-  python -m pytest tests/test_05_provider_adapter.py -k outbound   直接运行一步的聚焦测试
-  python -m pytest --nbval-lax notebooks/    讲师检查学习者的笔记本
-  python -m pi_course checkpoint 05 --diff   target diff：starter → target（先别看）
-  python -m pi_course checkpoint 05 --diff --mine   你的文件 → target
-"""
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ from collections.abc import Collection
 from pathlib import Path
 
 from ..chapter.steps import BEYOND_TEST, FOCUSED_TEST, STEPS
-from .checkpoint import PACKAGE, course_root
+from .locate import PACKAGE, course_root
 
 TEACHING_FILES = ("protocol.py", "outbound.py", "adapter.py", "sse.py", "transport.py")
 _BEGIN = re.compile(
@@ -66,6 +66,19 @@ def make_starter(source: str, steps: Collection[str] | None = None) -> str:
     if region is not None:
         raise ValueError("a LAB region is not closed")
     return "".join(out)
+
+
+def lab_regions(source: str) -> list[tuple[str, int, int]]:
+    """Each marked region of a reference module: (step, its BEGIN line, its END line), 1-based."""
+    regions: list[tuple[str, int, int]] = []
+    begin: tuple[str, int] | None = None
+    for number, line in enumerate(source.splitlines(), start=1):
+        if (found := _BEGIN.match(line)) is not None:
+            begin = (found["step"], number)
+        elif begin is not None and _END.match(line):
+            regions.append((*begin, number))
+            begin = None
+    return regions
 
 
 def _replacement(begin: re.Match[str], region: list[str]) -> list[str]:
@@ -262,6 +275,51 @@ def _write_copy(root: Path) -> None:
     for notebook in sorted(_course_file("notebooks").glob("05-*.ipynb")):
         (root / "notebooks" / notebook.name).write_text(_without_outputs(notebook), encoding="utf-8")
     shutil.copyfile(package / "course" / "templates" / "LEARNING.md", root / "LEARNING.md")
+    workflows = root / ".github" / "workflows"
+    workflows.mkdir(parents=True)
+    (workflows / "classroom.yml").write_text(classroom_workflow(), encoding="utf-8")
+
+
+# What `check 05` needs in a copy's CI (the copy's own pi_course is what runs): pytest and anyio for
+# the tests, httpx for the transport, uvicorn and starlette for the local provider of the beyond checks.
+CI_REQUIREMENTS = ("httpx>=0.27", "pytest>=8.0", "anyio>=4.3", "uvicorn>=0.30", "starlette>=0.37")
+CHAPTER_RUNNER = "chapter-05"
+
+
+def classroom_workflow() -> str:
+    """The copy's GitHub Classroom autograding workflow: one graded step per practice step.
+
+    Each step is worth its focused tests (1 + 3 + 5 + 2 points); the last runs the whole
+    ``check 05`` (beyond checks included) for no points, so the run fails until the chapter is done.
+    """
+    template = (PACKAGE / "course" / "templates" / "classroom.yml").read_text(encoding="utf-8")
+    graders = [
+        (
+            f"step-{step.number.replace('.', '-')}",
+            f"{step.number} {step.label}",
+            f"--step {step.number}",
+            step.expected,
+        )
+        for step in STEPS
+    ]
+    graders.append((CHAPTER_RUNNER, "第 05 章：完成（聚焦测试与本章之外的检查）", "", 0))
+    blocks = [
+        f'      - name: "{title}"\n        id: {runner}\n'
+        "        uses: classroom-resources/autograding-command-grader@v1\n        with:\n"
+        f'          test-name: "{title}"\n          command: python -m pi_course check 05 {flags}'.rstrip()
+        + f"\n          timeout: 5\n          max-score: {points}"
+        for runner, title, flags, points in graders
+    ]
+    results = [
+        f'          {runner.upper()}_RESULTS: "${{{{ steps.{runner}.outputs.result }}}}"'
+        for runner, *_ in graders
+    ]
+    return (
+        template.replace("@REQUIREMENTS@", " ".join(f'"{requirement}"' for requirement in CI_REQUIREMENTS))
+        .replace("@GRADERS@", "\n".join(blocks))
+        .replace("@RESULTS@", "\n".join(results))
+        .replace("@RUNNERS@", ",".join(runner for runner, *_ in graders))
+    )
 
 
 def _has_course_file(*parts: str) -> bool:

@@ -1,28 +1,17 @@
-"""Plain-text rendering of events and chunks, shared by ``python -m pi_course chat`` and the notebooks."""
+"""Plain-text rendering of events and chunks for the notebooks.
+
+``describe_event`` lives in :mod:`pi_course.course.describe` (``chat`` prints it too) and is
+re-exported here, where notebooks import it.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
 from ..adapter import FinishChunk, ProviderChunk, TextChunk, ToolChunk
-from ..protocol import ModelEvent
+from ..course.describe import describe_event
 
-
-def describe_event(event: ModelEvent) -> str:
-    """One terminal line per event, for ``chat`` and for notebooks."""
-    match event.type:
-        case "start":
-            return "start"
-        case "text_delta" | "toolcall_delta":
-            return f"{event.type:<14} #{event.content_index} {event.delta!r}"
-        case "toolcall_end":
-            call = event.tool_call
-            return f"toolcall_end   #{event.content_index} {call.name}({call.raw_arguments}) id={call.id}"
-        case "done":
-            usage = event.message.usage
-            return f"done           {event.reason} (tokens in {usage.input}, out {usage.output})"
-        case _:
-            return f"error          {event.reason}: {event.error.error_message}"
+__all__ = ["chunk_table", "describe_chunk", "describe_event"]
 
 
 def describe_chunk(chunk: ProviderChunk | BaseException) -> str:

@@ -128,11 +128,16 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
 
 
 SAVED_STATE_SOURCE = """\
-from pi_course.chapter.fixtures import MAINLINE_CHUNKS
+from pi_course.chapter.fixtures import DIAGNOSTIC_4_2_CHUNKS, MAINLINE_CHUNKS
 from pi_course.notebook.widgets import PartialStepper, SSEBufferStepper
 
 await PartialStepper.replay(MAINLINE_CHUNKS, "主线（保存的 widget 状态）")
 """
+DIAGNOSTIC_SOURCE = 'await PartialStepper.replay(DIAGNOSTIC_4_2_CHUNKS, "诊断 fixture：index 4 / 2")'
+
+#: A stepper must fit this height at both widths (a 900 px window shows about 780 px of notebook).
+MAX_HEIGHT = 760
+WIDTHS = (1000, 1400)
 
 
 def saved_state_notebook(path: Path) -> None:
@@ -142,6 +147,7 @@ def saved_state_notebook(path: Path) -> None:
     cells = [
         nbformat.v4.new_code_cell(SAVED_STATE_SOURCE),
         nbformat.v4.new_code_cell("SSEBufferStepper.mainline()"),
+        nbformat.v4.new_code_cell(DIAGNOSTIC_SOURCE),
     ]
     notebook = nbformat.v4.new_notebook(cells=cells)
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
@@ -273,6 +279,7 @@ def step_through(page: Any, stepper: Any, shot: Path, report: list[str] | None =
             stepper.screenshot(path=str(shot.with_name(shot.name.replace("-light", f"-at-{number}-light"))))
     if report is not None:
         report.append(f"{shot.stem}: every step {boxes[0]}")
+    assert boxes[0]["stepper"][1] <= MAX_HEIGHT, (shot.stem, "taller than the window shows", boxes[0])
     moved = [(number, box) for number, box in enumerate(boxes, start=first) if box != boxes[0]]
     assert not moved, (shot.stem, "layout moved while stepping", boxes[0], moved[:3])
     return texts
@@ -438,6 +445,63 @@ def dark(page: Any, target: Any, stem: str, seen: Seen) -> None:
     set_theme(page, "JupyterLab Light")
 
 
+def measure_heights(page: Any, steppers: Any) -> list[str]:
+    """Each stepper's height at 1000 px and 1400 px of window width, the same at every step."""
+    from playwright.sync_api import expect
+
+    lines, too_tall = [], []
+    for width in WIDTHS:
+        page.set_viewport_size({"width": width, "height": 900})
+        page.wait_for_timeout(600)  # JupyterLab lays the panels out again
+        for number in range(steppers.count()):
+            stepper = steppers.nth(number)
+            stepper.scroll_into_view_if_needed()
+            handle = stepper.locator(".noUi-handle").first
+            first = round(float(handle.get_attribute("aria-valuemin") or "0"))
+            last = round(float(handle.get_attribute("aria-valuemax") or "0"))
+            handle.focus()
+            handle.press("Home")
+            heights = set()
+            for step in range(first, last + 1):
+                if step > first:
+                    handle.press("ArrowRight")
+                expect(stepper.locator(".pi-page:visible tr.pi-current")).to_contain_text(f"▶ {step}")
+                heights.add(round(stepper.bounding_box()["height"]))
+            stepper.screenshot(path=str(SCREENSHOTS / f"height-{width}-stepper-{number + 1}-light.png"))
+            handle.press("Home")
+            kind = "sse" if "pi-sse-stepper" in (stepper.get_attribute("class") or "") else "partial"
+            name = f"stepper {number + 1} ({kind}) at {width} px"
+            lines.append(f"{name}: {sorted(heights)} px high")
+            if max(heights) > MAX_HEIGHT or len(heights) > 1:
+                too_tall.append(f"{name}: {sorted(heights)}")
+    page.set_viewport_size({"width": 1400, "height": 1200})
+    assert not too_tall, (f"taller than {MAX_HEIGHT} px, or not one height", too_tall)
+    return lines
+
+
+def nav_buttons_and_keys(page: Any, stepper: Any) -> None:
+    """◀/▶ step the slider; after a click on the page, the arrow keys step it too."""
+    from playwright.sync_api import expect
+
+    stepper.scroll_into_view_if_needed()
+    current = stepper.locator(".pi-page:visible tr.pi-current")
+    stepper.locator(".noUi-handle").first.focus()
+    stepper.locator(".noUi-handle").first.press("Home")
+    expect(current).to_contain_text("▶ 0")
+    stepper.locator("button.pi-nav", has_text="▶").click()
+    stepper.locator("button.pi-nav", has_text="▶").click()
+    expect(current).to_contain_text("▶ 2")
+    stepper.locator("button.pi-nav", has_text="◀").click()
+    expect(current).to_contain_text("▶ 1")
+    page.locator(".jp-Notebook").first.click(position={"x": 5, "y": 5})  # focus away from the stepper
+    stepper.locator(".pi-page:visible .pi-detail-col h4").first.click()
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowRight")
+    expect(current).to_contain_text("▶ 3")
+    page.keyboard.press("ArrowLeft")
+    expect(current).to_contain_text("▶ 2")
+
+
 def test_saved_widget_state_steps_and_plays_without_running_a_cell(lab: Lab) -> None:
     """Open an executed notebook without running it: the steppers come from the saved state."""
     from playwright.sync_api import expect, sync_playwright
@@ -453,9 +517,17 @@ def test_saved_widget_state_steps_and_plays_without_running_a_cell(lab: Lab) -> 
             page.goto(lab.url("steppers.ipynb", folder="saved"))
             page.locator(".jp-NotebookPanel").first.wait_for()
             steppers = page.locator(".pi-stepper")
-            expect(steppers).to_have_count(2)
+            cells = page.locator(".jp-CodeCell")
+            expect(cells).to_have_count(3)
+            for number in range(3):  # a cell below the window may render its widget only once seen
+                cells.nth(number).scroll_into_view_if_needed()
+                expect(cells.nth(number).locator(".pi-stepper")).to_have_count(1)
+            expect(steppers).to_have_count(3)
             expect(page.locator(".pi-static:visible")).to_have_count(0)
             partial, sse = steppers.nth(0), steppers.nth(1)
+            heights = measure_heights(page, steppers)
+            print("\n".join(heights))
+            nav_buttons_and_keys(page, steppers.nth(2))
             texts = step_through(page, sse, SCREENSHOTS / "saved-state-sse-light.png")
             check_sse(texts, "saved state")
             partial.scroll_into_view_if_needed()
@@ -481,10 +553,10 @@ def test_saved_widget_state_steps_and_plays_without_running_a_cell(lab: Lab) -> 
             # Untrusted (a fresh clone): Lab renders no widget there, so the static tables show.
             page.goto(lab.url("untrusted.ipynb", folder="saved"))
             page.locator(".jp-NotebookPanel").first.wait_for()
-            expect(page.locator(".pi-static:visible")).to_have_count(2)
+            expect(page.locator(".pi-static:visible")).to_have_count(3)
             expect(page.locator(".pi-stepper")).to_have_count(0)
             expect(page.locator(".pi-static").first).to_contain_text("已解析")
-            expect(page.get_by_text("步进器要在这一格运行成功后才出现")).to_have_count(2)
+            expect(page.get_by_text("步进器要在这一格运行成功后才出现")).to_have_count(3)
             page.screenshot(path=str(SCREENSHOTS / "untrusted-static-light.png"))
         except Exception:
             page.screenshot(path=str(SCREENSHOTS / "saved-state-failure.png"))

@@ -127,6 +127,8 @@ def outcome(message: AssistantMessage) -> dict[str, Any]:
     if named:
         result["field"] = named.group(1)
     result["partial_text"] = text
+    usage = message.usage  # what the provider sent before the error stays on the message
+    result["usage"] = {"input": usage.input, "output": usage.output, "total_tokens": usage.total_tokens}
     return result
 
 
@@ -197,24 +199,27 @@ CHAPTER_RULES: dict[str, dict[str, tuple[str, str]]] = {
         "strict": ("rejected", "choices[0].index"),
         "non_strict": ("rejected", "choices[0].index"),
     },
-    # index 必须是非负安全整数: Mistral's whole tool calls have no index at all.
+    # index 必须是非负安全整数: Mistral's whole tool calls have no index at all; real-provider
+    # mode gives each whole call its position.
     "mistral-tool-call": {
         "strict": ("rejected", "choices[0].delta.tool_calls[0].index"),
-        "non_strict": ("rejected", "choices[0].delta.tool_calls[0].index"),
+        "non_strict": ("accepted", "toolUse"),
     },
-    # typeof content === "string": Magistral streams content as an array of parts.
+    # typeof content === "string": Magistral streams content as an array of parts; real-provider
+    # mode reads its text parts.
     "mistral-thinking": {
         "strict": ("rejected", "choices[0].delta.content"),
-        "non_strict": ("rejected", "choices[0].delta.content"),
+        "non_strict": ("accepted", "stop"),
     },
     # 空 choices 专门承载尾随 usage: Azure's prompt filter payload carries none; strict=False skips it.
     "azure-prompt-filter": {"strict": ("rejected", "choices"), "non_strict": ("accepted", "stop")},
     "azure-async-filter": {"strict": ("rejected", "choices"), "non_strict": ("accepted", "stop")},
     "openai-moderation": {"strict": ("rejected", "choices"), "non_strict": ("accepted", "stop")},
-    # content_filter is not one of stop/length/tool_calls; its payload has no delta either.
+    # content_filter is not one of stop/length/tool_calls: real-provider mode reads the finish
+    # reason of a choice without delta, and the error names it.
     "azure-content-filter": {
         "strict": ("rejected", "choices"),
-        "non_strict": ("rejected", "choices[0].delta"),
+        "non_strict": ("rejected", "choices[0].finish_reason"),
     },
     # 整个流没有出现结束原因时 … error 终态, keeping the partial.
     "openai-text-cut": {"strict": ("error", ""), "non_strict": ("error", "")},

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import html
 import re
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from broken_adapters import AppendThenEmit
 
 from pi_course import AgentContext, OpenAICompatibleModel, fixed_transport
 from pi_course.chapter.fixtures import DIAGNOSTIC_4_2_CHUNKS, MAINLINE_CHUNKS
 from pi_course.chapter.wire import MAINLINE_SSE_LINE, mainline_sse_bodies, mainline_sse_reads
-from pi_course.notebook import widgets
+from pi_course.notebook import partial_view, sse_view
+from pi_course.notebook import stepper as shell
+from pi_course.notebook.partial_model import replay
 from pi_course.notebook.widgets import (
     CHANGED,
     CURRENT,
@@ -117,63 +119,8 @@ async def test_replay_records_the_same_steps_as_the_inferred_pairing() -> None:
     assert pair_events(DIAGNOSTIC_4_2_CHUNKS, events) == [-1, 0, 1, 2, 3, 4, 5, 7, 7, 7]
 
 
-@dataclass
-class _BrokenAdapter:
-    """A learner-style adapter with the chapter's deliberate bug: content_index = chunk.index."""
-
-    transport: Any
-    events: list[Any] = field(default_factory=list)
-
-    def stream(self, context: Any) -> Any:
-        return self._events()
-
-    async def _events(self) -> Any:
-        from pi_course.protocol import (
-            AssistantMessage,
-            ErrorEvent,
-            StartEvent,
-            TextContent,
-            TextDeltaEvent,
-            ToolCall,
-            ToolCallDeltaEvent,
-            Usage,
-        )
-
-        content: list[Any] = []
-        text_slot: int | None = None
-        slots: dict[int, int] = {}
-        raw: dict[int, str] = {}
-
-        def message(error: str | None = None) -> AssistantMessage:
-            reason = "error" if error else "stop"
-            return AssistantMessage(tuple(content), "p", "m", Usage(), reason, 0, error)
-
-        yield StartEvent(message())
-        try:
-            async for chunk in self.transport.stream({}):
-                if chunk.type == "text":
-                    if text_slot is None:
-                        text_slot = len(content)
-                        content.append(TextContent(""))
-                    content[text_slot] = TextContent(content[text_slot].text + chunk.delta)
-                    yield TextDeltaEvent(text_slot, chunk.delta, message())
-                elif chunk.type == "tool":
-                    first = chunk.index not in slots
-                    if first:
-                        slots[chunk.index] = chunk.index  # the bug
-                    raw[chunk.index] = raw.get(chunk.index, "") + (chunk.arguments_delta or "")
-                    call = ToolCall(chunk.id or "", chunk.name or "", raw[chunk.index], raw[chunk.index])
-                    if first:
-                        content.append(call)
-                    else:
-                        content[slots[chunk.index]] = call
-                    yield ToolCallDeltaEvent(slots[chunk.index], chunk.arguments_delta or "", message())
-        except Exception as error:
-            yield ErrorEvent("error", message(str(error)))
-
-
 async def test_a_broken_run_shows_slot_4_named_while_content_has_one_slot() -> None:
-    stepper = await PartialStepper.replay(DIAGNOSTIC_4_2_CHUNKS, "broken", model=_BrokenAdapter)
+    stepper = await PartialStepper.replay(DIAGNOSTIC_4_2_CHUNKS, "broken", model=AppendThenEmit)
     first = stepper.pages[1].value
     content = section(first, "partial.content")
     assert [MISSING in row for row in rows(content)] == [False, True]
@@ -182,17 +129,17 @@ async def test_a_broken_run_shows_slot_4_named_while_content_has_one_slot() -> N
     buffers = rows(section(first, "tool_buffers"))
     assert re.findall(r"<td[^>]*>(.*?)</td>", buffers[0])[4] == "<b>4</b>"  # content_index 4
     # The second chunk for index 4 assigns content[4]: an IndexError ends the stream there.
-    kinds = [step.event.type if step.event else None for step in stepper.steps]
+    kinds = [step.event.kind if step.event else None for step in stepper.steps]
     assert kinds == ["start", "toolcall_delta", "text_delta", "toolcall_delta", "error"]
     assert stepper.steps[-1].chunk_number == 4
     assert stepper.unread == [4, 5, 6]
     assert "没有读到的 chunk: #5, #6, #7" in repr(stepper)
     assert "[4] 不存在（content 只有 1 个槽位）" in stepper.lines[1]
     # The same events without recorded positions: the pairing is inferred, nothing crashes.
-    inferred = PartialStepper(DIAGNOSTIC_4_2_CHUNKS, [s.event for s in stepper.steps], "broken")
+    events, _ = await replay(DIAGNOSTIC_4_2_CHUNKS, AppendThenEmit)
+    inferred = PartialStepper(DIAGNOSTIC_4_2_CHUNKS, events, "broken")
     assert repr(inferred) == repr(stepper)
     # The experiment's slots ({4: 4, 2: 2} for this adapter) add nothing: the events named them.
-    events = [s.event for s in stepper.steps]
     measured = PartialStepper(DIAGNOSTIC_4_2_CHUNKS, events, "broken", slots={4: 4, 2: 2})
     assert repr(measured) == repr(stepper) and "*" not in measured.pages[1].value
 
@@ -268,7 +215,7 @@ async def test_the_static_table_lists_every_step_with_only_what_it_changed() -> 
     final = static[static.index("</table>") :]
     assert "第 10 步之后" in final and "最终 content" in final
     slots = rows(final[final.index("最终 content") :])
-    assert [cells(row)[1] for row in slots] == ["toolCall", "text", "toolCall"]
+    assert [cells(row)[1].split(" ")[0] for row in slots] == ["toolCall", "text", "toolCall"]
 
 
 async def test_display_gives_a_static_table_and_the_live_widget() -> None:
@@ -297,14 +244,12 @@ async def test_display_gives_a_static_table_and_the_live_widget() -> None:
 
 
 def test_display_emits_the_static_output_before_the_widget(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pi_course.notebook import widgets
-
     shown: list[dict[str, Any]] = []
-    monkeypatch.setattr(widgets, "display", lambda bundle, raw: shown.append(bundle))
-    stepper = SSEBufferStepper.mainline()
-    stepper._ipython_display_()
+    monkeypatch.setattr(shell, "display", lambda bundle, raw: shown.append(bundle))
+    sse = SSEBufferStepper.mainline()
+    sse._ipython_display_()
     assert list(shown[0]) == ["text/html", "text/plain"]
-    assert shown[0]["text/plain"] == repr(stepper)
+    assert shown[0]["text/plain"] == repr(sse)
     assert "application/vnd.jupyter.widget-view+json" in shown[1]
 
 
@@ -336,24 +281,24 @@ async def test_every_page_carries_the_tallest_variant_of_each_section() -> None:
     partial = PartialStepper(DIAGNOSTIC_4_2_CHUNKS, await run(DIAGNOSTIC_4_2_CHUNKS), "4/2")
     sse = SSEBufferStepper.mainline()
     tallest = {
-        "content": (partial, widgets._content_html(partial.steps[9])),  # three slots, two parsed
-        "chunk": (partial, widgets._chunk_cell(partial.steps[3])),  # call-search, search, {"query":
-        "lines": (sse, widgets._lines_html(sse.reads[9])),  # eight lines in one read
-        "payloads": (sse, widgets._payloads_html(sse.reads[9])),  # four payloads
-        "read": (sse, widgets._read_html(sse.reads[9])),  # 203 bytes
+        "content": (partial, partial_view.content_html(partial.steps[9])),  # three slots, two parsed
+        "chunk": (partial, partial_view.chunk_cell_html(partial.steps[3])),  # call-search, search, {"query":
+        "lines": (sse, sse_view.lines_html(sse.reads[9])),  # eight lines in one read
+        "payloads": (sse, sse_view.payloads_html(sse.reads[9])),  # four payloads
+        "buffer": (sse, sse_view.buffer_html(sse.reads[9])),  # 203 bytes
     }
     for name, (stepper, fragment) in tallest.items():
         for number, page in enumerate(stepper.pages):
             assert page.value.count(fragment) == 1, (name, number)  # once: as itself or as a sizer
-    for stepper in (partial, sse):
-        sections = {page.value.count('<div class="pi-slot">') for page in stepper.pages}
-        assert sections == {4 if stepper is partial else 1}  # SSE: the detail column is one slot
-        for page in stepper.pages:
+    for shown in (partial, sse):
+        sections = {page.value.count('<div class="pi-slot">') for page in shown.pages}
+        assert sections == {4 if shown is partial else 1}  # SSE: the detail column is one slot
+        for page in shown.pages:
             hidden = re.findall(r'<div class="pi-sizers" aria-hidden="true">(.*?)' + SIZERS_END, page.value)
-            assert hidden or stepper is sse, "a partial page without sizers"  # SSE: the tallest read has none
+            assert hidden or shown is sse, "a partial page without sizers"  # SSE: the tallest read has none
             assert not any(CURRENT in part for part in hidden)
-        if stepper is sse:
-            assert sum(SIZERS_END not in page.value for page in stepper.pages) <= 3  # only the tallest
+        if shown is sse:
+            assert sum(SIZERS_END not in page.value for page in shown.pages) <= 3  # only the tallest
 
 
 # --- SSEBufferStepper ---------------------------------------------------------------------------
@@ -376,7 +321,7 @@ def test_the_mainline_split_has_ten_reads_with_the_cases_the_chapter_needs() -> 
     assert reads[1].payloads == (MAINLINE_SSE_LINE[6:].rstrip("\n"),)
     # a read ending right after a line's \n: the line is out, its event still waits for the blank line
     assert reads[3].text.endswith("\n") and reads[3].pending == "" and reads[3].payloads == ()
-    assert len(reads[3].collected) == 1
+    assert len(reads[3].waiting) == 1
     # several events in one read
     assert len(reads[4].payloads) == 3 and reads[4].pending == "data: [DO"
     # reads that end mid-line
@@ -452,17 +397,18 @@ def test_the_sse_static_table_is_three_columns_with_every_byte_and_each_payload_
 def test_trace_reads_follows_the_chapter_split_inside_call_1() -> None:
     line = MAINLINE_SSE_LINE.encode()
     cut = line.index(b"call-") + 5
-    first, second = trace_reads([line[:cut], line[cut:]])
+    first, second = trace_reads([line[:cut], line[cut:]]).reads
     assert first.lines == () and first.payloads == () and first.pending == line[:cut].decode()
     assert second.lines == (MAINLINE_SSE_LINE.rstrip("\n"), "")
     assert second.payloads == (MAINLINE_SSE_LINE[6:].rstrip("\n"),)
-    assert second.pending == "" and second.collected == ()
+    assert second.pending == "" and second.waiting == ()
     stepper = SSEBufferStepper([line[:cut], line[cut:]], "mainline")
     assert len(stepper.pages) == 2
     assert "call-1" in stepper.pages[1].value
     assert {"pi-stepper", "pi-sse-stepper"} <= set(stepper._dom_classes)
 
 
+@pytest.mark.slow
 def test_nbconvert_html_shows_the_static_table_even_with_saved_widget_state() -> None:
     """nbconvert picks the widget view whenever the state is saved; the static output still shows."""
     import nbformat
@@ -480,3 +426,92 @@ def test_nbconvert_html_shows_the_static_table_even_with_saved_widget_state() ->
     )
     page, _ = HTMLExporter().from_notebook_node(notebook)
     assert page.count('<tr class="pi-row">') == 10 and "缓冲区为空" in page
+
+
+def test_the_crlf_split_shows_what_sse_decoder_holds_not_a_phantom_blank_line() -> None:
+    stepper = SSEBufferStepper([b"data: a\r", b"\ndata: b\r\n\r\n"], "CRLF")
+    first, second = (page.value for page in stepper.pages)
+    assert "可能是 \\r\\n 的前一半" in first and "没有取出完整的行" in first
+    assert "缓冲区为空" not in section(first, "<h4>留在缓冲区")
+    assert "上次暂存的 \\r + 这次的 \\n → 一个换行" in second
+    buffer = section(second, "append 之后的缓冲区")
+    assert buffer.count('pi-blank">空行') == 1  # the blank line that ends the event, and no other
+    assert "取出 3 行（data 行 2、空行 1）" in second
+    assert '<li><div class="pi-buffer">a\nb</div></li>' in section(second, "分发的 SSE payload")
+    lines = repr(stepper).splitlines()
+    assert lines[1].endswith("‖ 取出的行: 无 ‖ payload: 无 ‖ 留下: data: a")
+    assert "取出的行: data: a↵ / data: b↵ / [空行] ‖ payload: a\\nb ‖ 留下: 缓冲区为空" in lines[2]
+
+
+def test_a_stub_decoder_names_step_5_3_and_a_buggy_one_is_shown_until_it_raises(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from pi_course.notebook.lesson import StepNotDone, missing_step
+
+    class Stub:
+        pending = ""
+
+        def feed(self, chunk: bytes, *, final: bool = False) -> list[Any]:
+            raise NotImplementedError("Lab 5.3 SSE 与 unknown 边界 尚未实现")
+
+    monkeypatch.setattr("pi_course.sse.SSEDecoder", Stub)
+    with pytest.raises(StepNotDone) as stub:  # begin()'s handler: one line, then 预期输出
+        SSEBufferStepper.mainline()
+    assert missing_step(stub.value) == "5.3"
+
+    class Broken:
+        def __init__(self) -> None:
+            self.pending, self.fed = "", 0
+
+        def feed(self, chunk: bytes, *, final: bool = False) -> list[Any]:
+            self.fed += 1
+            if self.fed == 2:
+                raise IndexError("list index out of range")
+            return []
+
+    monkeypatch.setattr("pi_course.sse.SSEDecoder", Broken)
+    stepper = SSEBufferStepper.mainline()
+    line = "第 2 次读取时 SSEDecoder 出错（实践 5.3，pi_course/sse.py）：IndexError: list index out of range"
+    lines = repr(stepper).splitlines()
+    assert len(lines) == 3 and lines[1].startswith("read 1 (响应 1, 74 字节)") and lines[2] == line
+    assert len(stepper.pages) == 1 and line in stepper.pages[0].value and line in stepper._repr_html_()
+
+    class BrokenAtOnce(Broken):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fed = 1
+
+    monkeypatch.setattr("pi_course.sse.SSEDecoder", BrokenAtOnce)
+    empty = SSEBufferStepper.mainline()
+    assert empty.pages == [] and empty.children[1].layout.display == "none"
+    assert "第 1 次读取时 SSEDecoder 出错" in empty.stack.children[-1].value
+    assert empty._repr_mimebundle_()["text/plain"] == repr(empty)
+
+
+def test_play_the_slider_and_the_arrow_buttons_sit_in_one_row() -> None:
+    stepper = SSEBufferStepper.mainline()
+    controls = stepper.children[1]
+    assert list(controls.children) == [stepper.play, stepper.back, stepper.slider, stepper.forward]
+    for button, key in ((stepper.back, "ArrowLeft"), (stepper.forward, "ArrowRight")):
+        assert 'class="pi-nav"' in button.value and f"key:&#x27;{key}&#x27;" in button.value
+        assert ".noUi-handle" in button.value and "h.focus(" in button.value
+    for page in stepper.pages:  # a click on the page, then the arrow keys step the slider
+        assert page.value.startswith('<div class="pi-sv pi-live" tabindex="0" onkeydown="')
+        assert "&#x27;ArrowLeft&#x27;,&#x27;ArrowRight&#x27;" in page.value
+
+
+async def test_05_5s_edited_adapter_shows_the_telling_slot_with_provider_index_slots() -> None:
+    from pi_course.notebook.breakit import Watched, confused_indexes
+    from pi_course.notebook.widgets import provider_index_slots
+
+    model = OpenAICompatibleModel(
+        provider="p", model="m", transport=Watched(fixed_transport(DIAGNOSTIC_4_2_CHUNKS))
+    )
+    with confused_indexes():
+        broken = [event async for event in model.stream(AgentContext(()))]
+    stepper = PartialStepper(
+        DIAGNOSTIC_4_2_CHUNKS, broken, "05-5", slots=provider_index_slots(DIAGNOSTIC_4_2_CHUNKS)
+    )
+    page = stepper.pages[-1].value
+    assert "content[4] 不存在" in rows(page, "pi-steps")[1]  # the list names the telling step too
+    assert "content[4] 不存在：tool_buffers 给 index 4 记的槽位是 4，可 content 只有 1 个槽位" in page

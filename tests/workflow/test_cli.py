@@ -19,7 +19,8 @@ import pytest
 
 from pi_course.course import cli as cli_module
 from pi_course.course import practice as practice_module
-from pi_course.course.cli import check_target, main, unknown_model_line
+from pi_course.course.cli import main, unknown_model_line
+from pi_course.course.locate import check_target
 from pi_course.course.practice import TARGET_FOLDER, create_practice, target_diff
 from pi_course.provider.connect import (
     LOCAL_DEFAULT_MODEL,
@@ -83,20 +84,37 @@ def test_check_path_to_a_folder_that_is_not_a_practice_copy(
     assert code == 2 and "不是一个文件夹" in line
 
 
-def test_check_target_walks_up_to_the_copy_and_names_anything_else(copy: Path, tmp_path: Path) -> None:
+def test_check_target_walks_up_to_the_copy_and_refuses_anything_else(copy: Path, tmp_path: Path) -> None:
     reference = Path(__file__).parents[2]
     assert check_target(None, copy / "notebooks", reference) == (copy, None)
+    assert check_target(None, copy / "pi_course", reference) == (copy, None)  # where learners edit
     assert check_target(str(copy / "pi_course" / "course"), tmp_path, reference) == (copy, None)
-    # Outside every copy: the running pi_course, named in one line.
-    root, line = check_target(None, tmp_path, reference)
-    assert root == reference and line is not None and "参考实现" in line and "--path" in line
-    root, line = check_target(None, tmp_path, copy)
-    assert root == copy and line is not None and f"练习副本 {copy}" in line
-    # Nothing to check: refused in one line.
-    (tmp_path / "pi_course").mkdir()
-    (tmp_path / "pi_course" / "__init__.py").write_text("", encoding="utf-8")
-    root, line = check_target(None, tmp_path / "pi_course", tmp_path)
-    assert root is None and line is not None and "不在练习副本里" in line and "practice 05" in line
+    # Outside every copy, and in the reference clone: refused, naming both ways on.
+    for cwd in (tmp_path, reference, reference / "notebooks"):
+        root, line = check_target(None, cwd, reference)
+        assert root is None and line is not None and "不在练习副本里" in line
+        assert "--path" in line and "--reference" in line
+    root, line = check_target(None, tmp_path, copy)  # even when the running pi_course is a copy
+    assert root is None and line is not None and "--path" in line
+    # --reference: the running pi_course, when it is the reference; --path to it is named.
+    assert check_target(None, tmp_path, reference, reference=True) == (reference, None)
+    root, line = check_target(None, tmp_path, copy, reference=True)
+    assert root is None and line is not None and "不是参考实现" in line
+    root, line = check_target(str(reference), tmp_path, reference)
+    assert root == reference and line is not None and "不是练习副本" in line
+
+
+def test_check_path_twice_is_an_error_naming_grade(capsys: pytest.CaptureFixture[str], copy: Path) -> None:
+    code, line = one_line(capsys, ["check", "05", "--path", str(copy), "--path", str(copy)])
+    assert code == 2 and "--path 只能给一次" in line and "grade 05" in line
+
+
+@pytest.mark.parametrize(
+    "extra", [["--json", "--step", "5.1"], ["--json", "--course-only"], ["--path", ".", "--reference"]]
+)
+def test_check_flags_that_do_not_go_together(capsys: pytest.CaptureFixture[str], extra: list[str]) -> None:
+    code, line = one_line(capsys, ["check", "05", *extra])
+    assert code == 2 and "python -m pi_course check --help" in line
 
 
 # --- practice -----------------------------------------------------------------------------------

@@ -19,7 +19,8 @@ import pytest
 from learners import apply, mistake
 
 import pi_course
-from pi_course.course import checkpoint, inkernel
+from pi_course.course import check as check_module
+from pi_course.course import inkernel
 
 pytestmark = pytest.mark.slow  # the comparison runs the subprocess runner too
 
@@ -48,7 +49,7 @@ def both_ways(
             if browser:
                 patch.setattr(subprocess, "Popen", refuse)
                 patch.setattr(subprocess, "run", refuse)
-            ok = checkpoint.check(path=path, **options)  # type: ignore[arg-type]
+            ok = check_module.check(path=path, **options)  # type: ignore[arg-type]
         results.append((ok, capsys.readouterr().out))
     return results[0], results[1]
 
@@ -132,7 +133,7 @@ def test_the_kernels_own_modules_path_and_environment_are_put_back(
     modules = tree_modules()
     path, environ = list(sys.path), dict(os.environ)
     monkeypatch.setattr(inkernel, "in_browser", lambda: True)
-    checkpoint.check("5.1", path=starter)
+    check_module.check("5.1", path=starter)
     assert "第一次红灯" in capsys.readouterr().out
     assert tree_modules() == modules  # the same module objects: the run's own are gone
     assert sys.modules["pi_course"] is pi_course

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from learners import NAMES, apply, mistake
 
-from pi_course.course import checkpoint
+from pi_course.course import testrun
 
 pytestmark = pytest.mark.slow  # every test here works in a practice copy through subprocesses
 
@@ -64,7 +64,7 @@ def check(
     started = time.monotonic()
     result = subprocess.run(
         [sys.executable, "-m", "pi_course", "check", "05", *args],
-        cwd=copy, env=env, capture_output=True, text=True, timeout=checkpoint.RUN_TIMEOUT + 30, check=False,
+        cwd=copy, env=env, capture_output=True, text=True, timeout=testrun.RUN_TIMEOUT + 30, check=False,
     )  # fmt: skip
     return result, time.monotonic() - started
 
@@ -189,7 +189,7 @@ def test_a_typical_mistake_ends_check_within_its_bound_with_the_decisive_line(
     flags = () if name == "key-kept-in-context" else ("--course-only",)
     result, seconds = check(copy, *flags, bound=HANGS.get(name))
     assert result.returncode == 1, result.stdout
-    assert seconds < SECONDS.get(name, checkpoint.RUN_TIMEOUT), f"{seconds:.1f} s"
+    assert seconds < SECONDS.get(name, testrun.RUN_TIMEOUT), f"{seconds:.1f} s"
     assert "Traceback" not in result.stdout + result.stderr
     lines = result.stdout.splitlines()
     for line in expected:

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from .adapter import FinishChunk, TextChunk, ToolChunk
-from .given import check_event_size, provider_error_message
+from .given import check_event_size
 from .protocol import Usage
 
 
@@ -86,32 +86,21 @@ def _tool_chunk(item, path):
     )
 
 
-def parse_payload(raw, *, strict=True):
+def parse_payload(raw):
     payload = _record(raw, "payload")
-    if payload.get("error") is not None:
-        raise ProviderError(provider_error_message(payload["error"]))  # noqa: F821
     choices = payload.get("choices")
     if type(choices) is not list:
         raise InvalidProviderChunk("choices must be an array")  # noqa: F821
     usage = _usage(payload.get("usage"))
     if len(choices) == 0:
-        if usage is None and strict:
+        if usage is None:
             raise InvalidProviderChunk("choices is empty and the payload has no usage")  # noqa: F821
         return PayloadParts([], None, usage)  # noqa: F821
     if len(choices) > 1:
         raise InvalidProviderChunk(f"choices must hold one choice, not {len(choices)}")  # noqa: F821
     choice = _record(choices[0], "choices[0]")
-    if "index" in choice and _token_count(choice["index"], "choices[0].index") != 0:
-        raise InvalidProviderChunk("choices[0].index must be 0")  # noqa: F821
     finish_reason = _finish_reason(choice.get("finish_reason"))
-    if choice.get("delta") is None:
-        if finish_reason is None and not strict:
-            return PayloadParts([], None, usage)  # noqa: F821
-        if finish_reason is None:
-            raise InvalidProviderChunk("choices[0].delta must be an object")  # noqa: F821
-        delta = {}
-    else:
-        delta = _record(choice["delta"], "choices[0].delta")
+    delta = _record(choice.get("delta"), "choices[0].delta")
     chunks = []
     content = _string(delta.get("content"), "choices[0].delta.content")
     if content:
@@ -122,18 +111,15 @@ def parse_payload(raw, *, strict=True):
             raise InvalidProviderChunk("choices[0].delta.tool_calls must be an array")  # noqa: F821
         for number, item in enumerate(tool_calls):
             chunks.append(_tool_chunk(item, f"choices[0].delta.tool_calls[{number}]"))
-    refusal = _string(delta.get("refusal"), "choices[0].delta.refusal")
-    return PayloadParts(chunks, finish_reason, usage, refusal)  # noqa: F821
+    return PayloadParts(chunks, finish_reason, usage)  # noqa: F821
 
 
-async def iter_provider_chunks(events, *, strict=True):
+async def read_provider_chunks(events):
     finish = _Finish()
     async for event in events:
-        if event.data.strip() == "[DONE]":
+        if event.data == "[DONE]":
             break
-        parts = parse_payload(parse_json(event.data), strict=strict)  # noqa: F821
-        if parts.refusal:
-            raise ProviderRefusal(parts.refusal)  # noqa: F821
+        parts = parse_payload(parse_json(event.data))  # noqa: F821
         for chunk in parts.chunks:
             yield chunk
         finish.remember(parts.finish_reason, parts.usage)

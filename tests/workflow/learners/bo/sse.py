@@ -3,7 +3,7 @@ from __future__ import annotations
 import math
 
 from .adapter import FinishChunk, TextChunk, ToolChunk
-from .given import check_event_size, provider_error_message
+from .given import check_event_size
 from .protocol import Usage
 
 USAGE_FIELDS = {"prompt_tokens": "input", "completion_tokens": "output", "total_tokens": "total_tokens"}
@@ -77,52 +77,38 @@ def _tool_chunk(item, path):
     return ToolChunk(index=index, id=call_id, name=name, arguments_delta=arguments)
 
 
-def parse_payload(raw, *, strict=True):
+def parse_payload(raw):
     raw = _record(raw, "payload")
-    if "error" in raw and raw["error"] is not None:
-        raise ProviderError(provider_error_message(raw["error"]))  # noqa: F821
     if not isinstance(raw.get("choices"), list):
         raise InvalidProviderChunk("choices must be an array")  # noqa: F821
     choices = raw["choices"]
     usage = _usage(raw.get("usage"))
-    nothing = PayloadParts([], None, usage)  # noqa: F821
     if not choices:
-        if strict and usage is None:
+        if usage is None:
             raise InvalidProviderChunk("choices is empty without usage")  # noqa: F821
-        return nothing
+        return PayloadParts([], None, usage)  # noqa: F821
     if len(choices) != 1:
         raise InvalidProviderChunk("choices must have exactly one element")  # noqa: F821
     choice = _record(choices[0], "choices[0]")
-    if choice.get("index", 0) != 0:
-        _token_count(choice["index"], "choices[0].index")
-        raise InvalidProviderChunk("choices[0].index must be 0")  # noqa: F821
     reason = _finish_reason(choice.get("finish_reason"))
-    if "delta" not in choice or choice["delta"] is None:
-        if reason is None:
-            if strict:
-                raise InvalidProviderChunk("choices[0].delta must be an object")  # noqa: F821
-            return nothing
-        return PayloadParts([], reason, usage)  # noqa: F821
-    delta = _record(choice["delta"], "choices[0].delta")
+    delta = _record(choice.get("delta"), "choices[0].delta")
     text = _string(delta.get("content"), "choices[0].delta.content")
     calls = delta.get("tool_calls")
     if calls is not None and not isinstance(calls, list):
         raise InvalidProviderChunk("choices[0].delta.tool_calls must be an array")  # noqa: F821
     chunks = [TextChunk(text)] if text else []
     chunks += [_tool_chunk(call, f"choices[0].delta.tool_calls[{i}]") for i, call in enumerate(calls or [])]
-    return PayloadParts(chunks, reason, usage, _string(delta.get("refusal"), "choices[0].delta.refusal"))  # noqa: F821
+    return PayloadParts(chunks, reason, usage)  # noqa: F821
 
 
-async def iter_provider_chunks(events, *, strict=True):
+async def read_provider_chunks(events):
     reason = None
     usage = None
     async for event in events:
         data = event.data
-        if data.strip() == "[DONE]":
+        if data == "[DONE]":
             break
-        parts = parse_payload(parse_json(data), strict=strict)  # noqa: F821
-        if parts.refusal:
-            raise ProviderRefusal(parts.refusal)  # noqa: F821
+        parts = parse_payload(parse_json(data))  # noqa: F821
         for chunk in parts.chunks:
             yield chunk
         reason = parts.finish_reason or reason

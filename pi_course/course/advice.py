@@ -1,0 +1,264 @@
+"""Advice: what a failing test means and where to look next, from the evidence a run left.
+
+Each focused test has a hint naming the file and function a failure usually comes from; the
+evidence (a time bound that fired, where the code was stuck, the error messages the test saw,
+the first difference of a failing ``==``) can point somewhere more precise. A hint names the
+tool and the idea, never a line to copy.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..chapter.steps import BEYOND_TEST, FOCUSED_TEST, STEPS, Step
+from .testrun import Detail, Report, step_of
+
+WIDTH = 110  # longest value shown in full on one line
+
+# The next step for each focused test: the file and function a failure usually comes from.
+HINTS = {
+    "test_outbound": "pi_course/outbound.py 的 to_provider_messages()、_assistant_to_wire()、"
+    "to_provider_tools()；protocol.py 的 ToolDefinition、AgentContext.tools",
+    "test_normalized_transport_orders": "pi_course/adapter.py 的 _events()：content 槽位"
+    "（第一次出现时的 len(content)，不是 chunk.index）与每个事件的 partial 快照",
+    "test_normalized_transport_exception": "pi_course/adapter.py：fixed_transport 的 stream() 在列表里的"
+    "异常处抛出；_events() 把异常变成 error 终态并保留 partial",
+    "test_normalized_transport_length": "pi_course/adapter.py 的 _events()：finish 为 length 时不解析参数，"
+    "原文留在 arguments 与 raw_arguments",
+    "test_sse_interleaved": "pi_course/sse.py 的 SSEDecoder.feed()（行缓冲：一次网络读取不是一条 event）、"
+    "parse_payload()、read_provider_chunks()（finish reason 与尾随 usage 合成一个 finish chunk）",
+    "test_sse_missing_finish": "pi_course/sse.py 的 read_provider_chunks()：没有 finish reason 时不产出 "
+    "finish chunk；pi_course/transport.py 的 _reads()：在 finally 中关闭响应",
+    "test_sse_abort": "pi_course/transport.py 的 _reads()：请求交给 AbortRace.run()，读取交给 "
+    "AbortRace.iterate()（pi_course/given.py），并在 finally 中关闭响应",
+    "test_sse_invalid_chunk": "pi_course/sse.py 的 parse_payload() 与 _record()：choices 必须是数组，"
+    "错误信息写出字段路径",
+    "test_sse_unknown_finish_reason": "pi_course/sse.py 的 _finish_reason()：只能是 stop、length、"
+    "tool_calls，错误信息写出 finish_reason 与收到的值",
+    "test_fetch_transport_sends": "pi_course/transport.py 的 chat_completions_url()、_headers()、"
+    "request_body()",
+    "test_fetch_transport_redacts": "pi_course/transport.py 的 _Secret.redact() 与 stream() 的错误出口",
+}
+
+# What running past the time bound usually means, per test: only when the test was stuck where
+# that meaning applies (see _timeout_meaning).
+TIMEOUT_MEANINGS = {
+    "test_sse_abort": "被阻塞的读取没有被 abort 信号打断——只在两次读取之间检查 signal 是不够的；"
+    "每一次读取都要和 abort 信号竞争：用给定的 given.AbortRace 包住响应体的读取",
+}
+TIMEOUT_MEANING = "通常是某次读取在等一段永远不会到来的字节，或一个循环没有结束"
+NEVER_AWAITS = "一个从不 await 的循环没有结束（测试在这里被强行打断；没有哪次读取在等字节）"
+# Where a blocked read waits: the transport's reads, the given abort race, the SSE reader's `async for`.
+READ_PATH_FILES = ("pi_course/transport.py", "pi_course/given.py")
+READ_PATH_FUNCTIONS = ("iter_sse_events",)
+_WHERE = re.compile(r"^(?P<file>\S+):(?P<line>\d+) \((?P<function>[^)]*)\)$")
+
+# A JSON parser's complaint about a payload: the focused tests only send well-formed JSON payloads.
+_CUT_JSON = re.compile(
+    r"not valid JSON|Expecting (?:value|property name|',' delimiter|':' delimiter)|Unterminated string|"
+    r"Extra data|Invalid control character"
+)
+FRAMING_HINT = (
+    "pi_course/sse.py 的 SSEDecoder.feed()：行缓冲——测试发出的每条 data 都是完整、合法的 JSON，"
+    "到了 parse_json() 却不是：一次网络读取不是一条 event，还没等到换行的那段要留到下一次读取"
+)
+DONE_HINT = (
+    "pi_course/sse.py 的 read_provider_chunks()：data 为 [DONE] 的 event 表示流结束，它不是 JSON，"
+    "不能交给 parse_json()"
+)
+
+
+def _lookup(table: dict[str, str], name: str) -> str | None:
+    for prefix, text in table.items():
+        if name.startswith(prefix):
+            return text
+    return None
+
+
+def _shorten(text: str, limit: int = WIDTH) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _aligned(actual: str, expected: str, limit: int = WIDTH) -> tuple[str, str]:
+    """Both values in full when short; else the same window of each around the first difference."""
+    if len(actual) <= limit and len(expected) <= limit:
+        return actual, expected
+    first = next((i for i, (a, b) in enumerate(zip(actual, expected, strict=False)) if a != b), None)
+    if first is None:
+        first = min(len(actual), len(expected))
+    start = max(0, first - limit // 3)
+
+    def window(text: str) -> str:
+        piece = text[start : start + limit]
+        return ("…" if start else "") + piece + ("…" if start + limit < len(text) else "")
+
+    return window(actual), window(expected)
+
+
+def _difference_lines(difference: dict[str, Any]) -> list[str]:
+    outer = difference.get("outer")
+    # The outermost differing element reads best when it is short; else go to the exact spot.
+    chosen = outer if outer and max(len(outer["actual"]), len(outer["expected"])) <= WIDTH else difference
+    path = chosen["path"]
+    actual, expected = _aligned(chosen["actual"], chosen["expected"])
+    where = f" {path}" if path else ""
+    lines = [f"实际{where}：{actual}", f"期望{where}：{expected}"]
+    if difference.get("types"):
+        actual_type, expected_type = difference["types"]
+        lines.append(f"（类型不同：实际是 {actual_type}，期望是 {expected_type}）")
+    elif chosen is outer and difference["path"] != outer["path"]:
+        inner_actual, inner_expected = _aligned(difference["actual"], difference["expected"], WIDTH // 2)
+        lines.append(f"（第一处不同：{difference['path']}，{inner_actual} ≠ {inner_expected}）")
+    return lines
+
+
+def _bare_assert(message: str) -> bool:
+    """A plain ``assert`` without a message of its own: its source line says what was checked."""
+    return message.startswith(("assert ", "AssertionError: assert "))
+
+
+def _where_parts(where: str | None) -> re.Match[str] | None:
+    return _WHERE.match(where) if where else None
+
+
+def _in_read_path(where: str | None) -> bool:
+    """Stuck in an ``await`` on the response body (or nowhere known), not in a loop of its own."""
+    parts = _where_parts(where)
+    if parts is None:
+        return True
+    function = parts["function"].rsplit(".", 1)[-1]
+    return parts["file"] in READ_PATH_FILES or function in READ_PATH_FUNCTIONS
+
+
+def _timeout_meaning(name: str, detail: Detail) -> str | None:
+    """The test's own timeout meaning, only when it was stuck where that meaning applies."""
+    if detail.never_awaits or not _in_read_path(detail.where):
+        return None
+    return _lookup(TIMEOUT_MEANINGS, name)
+
+
+def _diagnosis(name: str, detail: Detail) -> str | None:
+    """The next step the evidence points at, when it is clear; else ``None`` (the test's own hint)."""
+    if detail.timeout is not None:
+        parts = _where_parts(detail.where)
+        if parts is not None and (detail.never_awaits or not _in_read_path(detail.where)):
+            return f"{parts['file']} 的 {parts['function']}()：第 {parts['line']} 行所在的循环没有结束"
+        return None
+    if name.startswith("test_sse") and any(_CUT_JSON.search(m) for m in detail.error_messages):
+        later = detail.assertion is not None and not detail.assertion.startswith("assert deltas")
+        if name.startswith("test_sse_interleaved") and later:
+            return DONE_HINT  # every tool delta arrived, so framing worked: the one non-JSON data is [DONE]
+        return FRAMING_HINT
+    return None
+
+
+def next_step(report: Report, name: str, *, beyond: bool = False) -> str:
+    """What to look at for one failing test: the evidence's diagnosis, else the test's own hint."""
+    detail = report.details.get(name, Detail())
+    if beyond:
+        return _diagnosis(name, detail) or detail.hint or f"见 tests/{BEYOND_TEST} 中这项检查的说明"
+    own = _lookup(HINTS, name) or f"见 tests/{FOCUSED_TEST} 中这项测试"
+    return f"看 {_diagnosis(name, detail) or own}"
+
+
+def failure_lines(report: Report, name: str, *, beyond: bool = False, same_hint: bool = False) -> list[str]:
+    """One line naming the test and the next step, then the decisive lines, indented.
+
+    ``same_hint``: the test before it had the same next step, which is then said once ("同上").
+    """
+    detail = report.details.get(name, Detail())
+    if detail.timeout is not None:
+        meaning = _timeout_meaning(name, detail)
+        general = NEVER_AWAITS if detail.never_awaits else TIMEOUT_MEANING
+        decisive = [f"超过 {detail.timeout:g} 秒没有结束：{meaning or general}。"]
+        if detail.where and meaning is None:  # a known meaning already names the place to look
+            decisive.append(f"停在 {detail.where}")
+    else:
+        decisive = []
+        if detail.assertion and (detail.difference is not None or _bare_assert(detail.message)):
+            statement = detail.assertion + ("…" if detail.assertion[-1:] in "([{" else "")
+            decisive.append(f"断言：{_shorten(statement)}")
+        if detail.difference is not None:
+            decisive += _difference_lines(detail.difference)
+        elif detail.message:
+            first = detail.message.splitlines()[0]
+            decisive.append(_shorten(first.removeprefix("AssertionError: "), 2 * WIDTH))
+        for message in detail.error_messages:
+            decisive.append(f"你的代码发出了 error 事件，error_message：{_shorten(repr(message), 2 * WIDTH)}")
+        if detail.where and detail.difference is None:
+            decisive.append(f"出错位置：{detail.where}")
+    shown = "同上" if same_hint else next_step(report, name, beyond=beyond)
+    if beyond:
+        head = f"  ✗ {detail.label or name}（{name}）— 下一步：{shown}"
+    else:
+        head = f"  ✗ {name} — 下一步：{shown}"
+    return [head, *(f"      {line}" for line in decisive)]
+
+
+def next_step_lines(report: Report, steps: tuple[Step, ...]) -> list[str]:
+    """The failures to look at first: those of the first unfinished step (then the beyond checks).
+
+    Consecutive failures with the same next step (one cause, several tests) name it once.
+    """
+    if report.red_light is not None:
+        return []
+    unfinished = [step for step in steps if report.passed.get(step.number, 0) < step.expected]
+    lines: list[str] = []
+    previous: str | None = None
+    hint: str | None
+    if unfinished:
+        first = unfinished[0]
+        for name, _ in report.failures:
+            if step_of(name, (first,)) is not None:
+                hint = next_step(report, name)
+                lines += failure_lines(report, name, same_hint=hint == previous)
+                previous = hint
+        if not any(step_of(name, (first,)) for name, _ in report.failures):
+            lines.append(f"  ✗ 实践 {first.number} 的测试没有全部运行——用 check -v 查看 pytest 的完整报告")
+        later = [step.number for step in unfinished[1:]]
+        if later:
+            lines.append(f"  之后还未通过：实践 {'、'.join(later)}（先完成实践 {first.number}）")
+        return lines
+    for beyond in report.beyond or ():
+        if report.beyond_state(beyond) == "failed":
+            name = beyond.name
+            detail = report.details.get(name, Detail())
+            hint = next_step(report, name, beyond=True) if detail.hint or _diagnosis(name, detail) else None
+            lines += failure_lines(report, name, beyond=True, same_hint=hint is not None and hint == previous)
+            previous = hint
+    return lines
+
+
+def _short_reason(detail: Detail) -> str | None:
+    """A few words for the verdict: a time bound, or a stub still in place."""
+    if detail.timeout is not None:
+        return f"超过 {detail.timeout:g} 秒没有结束"
+    if any("尚未实现" in text for text in (detail.message, *detail.error_messages)):
+        return "尚未实现"
+    return None
+
+
+def first_thing_to_fix(report: Report, steps: tuple[Step, ...] = STEPS) -> str | None:
+    """What the verdict names after ``未完成——``; ``None`` when everything that ran passed.
+
+    In order: a red light (pi_course does not import, or 5.1's types are missing), the first
+    failing test of the first unfinished step, then the first failing beyond check.
+    """
+    if report.red_light is not None:
+        return report.red_light
+    for step in steps:
+        if report.step_done(step):
+            continue
+        head = f"实践 {step.number} {step.label}（{report.passed.get(step.number, 0)}/{step.expected} 通过）"
+        for name, _ in report.failures:
+            if step_of(name, (step,)) is not None:
+                reason = _short_reason(report.details.get(name, Detail()))
+                return f"{head}：{name}" + (f" {reason}" if reason else "")
+        return f"{head}：测试没有全部运行"
+    for beyond in report.beyond or ():
+        if report.beyond_state(beyond) == "failed":
+            return f"本章之外的检查：{beyond.shown}（{beyond.name}）"
+    if report.stopped is not None:
+        return report.stopped
+    return None

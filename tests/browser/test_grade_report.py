@@ -1,0 +1,101 @@
+"""``grade 05 --html``: the class report, opened in a real Chromium (``make browser``).
+
+A small real class (an untouched copy, a finished one, one that does not import, and one whose
+folder name is HTML) is graded through the command line; the page must show every row with its
+status and counts, open each row to that copy's full ``check`` output, render the hostile name as
+text, and request nothing but itself. A screenshot goes to build/browser/.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "workflow"))
+from learners import apply, mistake  # noqa: E402
+
+CHROMIUM = Path("/usr/bin/chromium")
+SCREENSHOTS = ROOT / "build" / "browser"
+HOSTILE = "<img src=x onerror=document.title='pwned'>"
+
+
+def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pi_course", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+
+
+def test_the_class_report_shows_every_row_and_each_copys_check_output(tmp_path: Path) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    assert CHROMIUM.exists(), "Debian's chromium is required: apt-get install chromium"
+    course = tmp_path / "class"
+    made = cli("practice", "05", str(course / "fresh"), cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    for name, learner in (("ada", "ada"), ("syntax-error", "bo"), (HOSTILE, "ada")):
+        shutil.copytree(course / "fresh", course / name)
+        apply(course / name, learner)
+    mistake(course / "syntax-error", "sse.py", "self._buffer = lines.pop()", "self._buffer = lines.pop(")
+    page_file = tmp_path / "class.html"
+    graded = cli(
+        "grade",
+        "05",
+        str(course),
+        "--html",
+        str(page_file),
+        "--json",
+        str(tmp_path / "class.json"),
+        cwd=tmp_path,
+    )
+    assert graded.returncode == 0, graded.stdout + graded.stderr
+    records = json.loads((tmp_path / "class.json").read_text(encoding="utf-8"))
+    statuses = {record["name"]: record["status"] for record in records}
+    assert statuses == {"ada": "done", "fresh": "incomplete", "syntax-error": "import-error", HOSTILE: "done"}
+
+    requests: list[str] = []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu"]
+        )
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.on("request", lambda request: requests.append(request.url))
+            page.goto(page_file.as_uri())
+            rows = page.locator("tbody tr")
+            expect(rows).to_have_count(len(records))
+            # Unfinished copies first: the one that does not import, then the untouched copy.
+            shown = [rows.nth(index).locator("td").first.inner_text() for index in range(len(records))]
+            assert shown[:2] == ["syntax-error", "fresh"] and sorted(shown[2:]) == sorted(["ada", HOSTILE])
+            for record in records:
+                row = page.locator(f'tbody tr[data-name="{record["name"]}"]')
+                cells = row.locator("td")
+                expect(cells.nth(1)).to_have_text(record["status"])
+                expect(cells.nth(6)).to_have_text(f"{record['focused_passed']}/11")
+                details = row.locator("details pre")
+                expect(details).to_be_hidden()
+                row.locator("summary").click()
+                expect(details).to_be_visible()
+                assert details.inner_text().strip() != ""
+            syntax = page.locator('tbody tr[data-name="syntax-error"] details pre')
+            expect(syntax).to_contain_text("pi_course/sse.py")
+            fresh = page.locator('tbody tr[data-name="fresh"] summary')
+            expect(fresh).to_contain_text("ToolDefinition")
+            assert page.title() != "pwned" and page.locator("img").count() == 0
+            SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(SCREENSHOTS / "grade-report.png"), full_page=True)
+        finally:
+            browser.close()
+    assert requests == [page_file.as_uri()]

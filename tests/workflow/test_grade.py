@@ -1,0 +1,549 @@
+"""``grade 05``: a class of practice copies at a glance, checked as untrusted code.
+
+The class test builds a class from independent learner solutions (tests/workflow/learners/) and
+their typical mistakes, grades it through the command line, asserts every row, the time bound of
+the whole class and that the instructor's originals are unchanged. The other tests pin the parts
+on their own with a stand-in for ``check 05 --json`` (a few lines of Python), so they run in
+milliseconds: discovery, safe extraction, the scrubbed environment, killing a process group, and
+the escaping in each output. Every test that starts a process is marked ``slow``.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tarfile
+import time
+import tomllib
+import zipfile
+from collections.abc import Callable
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+import yaml
+from learners import apply, mistake
+
+from pi_course.chapter.steps import CHAPTER_TOTAL, STEPS
+from pi_course.course import grade as grading
+from pi_course.course.grade import Graded, GradeError, Source, UnsafeArchive, discover, extract, grade_one
+from pi_course.course.grade_report import table, to_csv, to_html, to_json
+from pi_course.course.practice import CI_REQUIREMENTS
+
+ROOT = Path(__file__).parents[2]
+FIELDS = [
+    "name", "path", "status", "focused", "focused_passed", "focused_total", "beyond_passed", "beyond_total",
+    "first_failure", "seconds",
+]  # fmt: skip
+
+
+def cli(*args: str, cwd: Path = ROOT, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pi_course", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout,
+        check=False,
+    )  # fmt: skip
+
+
+def tree_digest(folder: Path) -> dict[str, tuple[str, int, int]]:
+    """Every entry under ``folder``: content hash (or link target), mode and modification time."""
+    digest = {}
+    for path in sorted(folder.rglob("*")):
+        info = path.lstat()
+        if path.is_symlink():
+            content = "link:" + os.readlink(path)
+        elif path.is_file():
+            content = hashlib.sha256(path.read_bytes()).hexdigest()
+        else:
+            content = "dir"
+        digest[path.relative_to(folder).as_posix()] = (content, info.st_mode, info.st_mtime_ns)
+    return digest
+
+
+def fake_copy(folder: Path) -> Path:
+    """The two files that make a folder a course tree: enough for discovery and the stand-in."""
+    (folder / "pi_course").mkdir(parents=True)
+    (folder / "pi_course" / "__init__.py").write_text('EDITION = "practice"\n', encoding="utf-8")
+    (folder / "tests").mkdir()
+    (folder / "tests" / "test_05_provider_adapter.py").write_text("", encoding="utf-8")
+    return folder
+
+
+def stand_in(script: str) -> Callable[[Path], list[str]]:
+    """A ``check 05 --json`` stand-in: ``script`` runs with the temporary copy as ``sys.argv[1]``."""
+    prelude = (
+        "import json, os, sys, time\n"
+        "def record(status, first_failure=None):\n"
+        "    print(json.dumps({'name': 'x', 'path': sys.argv[1], 'status': status, 'focused': {},\n"
+        "        'focused_passed': 0, 'focused_total': 11, 'beyond_passed': 0, 'beyond_total': 0,\n"
+        "        'first_failure': first_failure, 'seconds': 0.0}))\n"
+    )
+    return lambda copy: [sys.executable, "-c", prelude + script, str(copy)]
+
+
+# --- discovery and archives ---------------------------------------------------------------------
+
+
+def test_discover_finds_copies_archives_and_what_is_not_a_copy(tmp_path: Path) -> None:
+    course = tmp_path / "class"
+    fake_copy(course / "ada")
+    fake_copy(course / "bo" / "pi-05-main")  # a clone inside the learner's folder
+    (course / "notes").mkdir()
+    (course / "notes" / "todo.txt").write_text("x", encoding="utf-8")
+    (course / "roster.csv").write_text("ada,bo", encoding="utf-8")  # a loose file: not a learner
+    (course / ".git").mkdir()
+    with zipfile.ZipFile(course / "cy.zip", "w") as archive:
+        archive.writestr("cy-main/pi_course/__init__.py", "")
+    found = discover([course, course / "ada"])
+    assert [(source.name, source.kind) for source in found] == [
+        ("ada", "folder"), ("bo", "folder"), ("cy", "archive"), ("notes", "not-a-copy"), ("ada", "folder"),
+    ]  # fmt: skip
+    assert found[3].why is not None and "notes" in found[3].why
+    with pytest.raises(GradeError, match="nowhere"):
+        discover([tmp_path / "nowhere", course])
+
+
+def test_an_archive_that_climbs_out_is_refused_whole(tmp_path: Path) -> None:
+    archive = tmp_path / "evil.zip"
+    with zipfile.ZipFile(archive, "w") as opened:
+        opened.writestr("lab/pi_course/__init__.py", "")
+        opened.writestr("lab/../../escaped.txt", "gotcha")
+    with pytest.raises(UnsafeArchive, match=r"escaped\.txt"):
+        extract(archive, tmp_path / "out" / "here")
+    assert not (tmp_path / "escaped.txt").exists() and not (tmp_path / "out" / "escaped.txt").exists()
+    assert list((tmp_path / "out" / "here").iterdir()) == []
+
+    absolute = tmp_path / "absolute.tar.gz"
+    with tarfile.open(absolute, "w:gz") as opened:
+        data = b"gotcha"
+        member = tarfile.TarInfo(str(tmp_path / "abs.txt"))
+        member.size = len(data)
+        opened.addfile(member, io.BytesIO(data))
+    with pytest.raises(UnsafeArchive):
+        extract(absolute, tmp_path / "out2")
+    assert not (tmp_path / "abs.txt").exists()
+
+
+def test_links_in_an_archive_are_left_out(tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("instructor only", encoding="utf-8")
+    archive = tmp_path / "links.tar.gz"
+    with tarfile.open(archive, "w:gz") as opened:
+        link = tarfile.TarInfo("lab/pi_course/leak.txt")
+        link.type, link.linkname = tarfile.SYMTYPE, str(secret)
+        opened.addfile(link)
+        hard = tarfile.TarInfo("lab/hard.txt")
+        hard.type, hard.linkname = tarfile.LNKTYPE, "../secret.txt"
+        opened.addfile(hard)
+        data = b"print('hi')\n"
+        regular = tarfile.TarInfo("lab/pi_course/ok.py")
+        regular.size = len(data)
+        opened.addfile(regular, io.BytesIO(data))
+    zipped = tmp_path / "links.zip"
+    with zipfile.ZipFile(zipped, "w") as opened:
+        info = zipfile.ZipInfo("lab/pi_course/leak.txt")
+        info.external_attr = (0o120777 << 16) | 0x20  # a symbolic link, as Info-ZIP stores one
+        opened.writestr(info, str(secret))
+    skipped = extract(archive, tmp_path / "out")
+    assert skipped == ["lab/pi_course/leak.txt", "lab/hard.txt"]
+    assert (tmp_path / "out" / "lab" / "pi_course" / "ok.py").read_text(encoding="utf-8") == "print('hi')\n"
+    assert not (tmp_path / "out" / "lab" / "pi_course" / "leak.txt").exists()
+    assert not (tmp_path / "out" / "lab" / "hard.txt").exists()
+    assert extract(zipped, tmp_path / "out-zip") == ["lab/pi_course/leak.txt"]
+    assert not (tmp_path / "out-zip" / "lab" / "pi_course" / "leak.txt").exists()
+
+
+# --- the check process: environment, time bound, originals ----------------------------------------
+
+
+@pytest.mark.slow
+def test_the_check_sees_no_provider_settings_or_keys(tmp_path: Path) -> None:
+    copy = fake_copy(tmp_path / "ada")
+    environ = {
+        **os.environ,
+        "PI_COURSE_API_KEY": "sk-instructor", "PI_COURSE_BASE_URL": "https://provider.invalid/v1",
+        "OPENAI_API_KEY": "sk-openai", "OPENAI_BASE_URL": "https://x.invalid", "ANTHROPIC_API_KEY": "k",
+        "GITHUB_TOKEN": "ghp_x", "AWS_SECRET_ACCESS_KEY": "aws", "PYTHONPATH": "/instructor/lib",
+        "LC_ALL": "C.UTF-8",
+    }  # fmt: skip
+    command = stand_in("record('done', json.dumps(sorted(os.environ)))")
+    graded = grade_one(Source("ada", copy, "folder"), 30, command, environ, None)
+    seen = json.loads(graded.record["first_failure"])
+    for name in ("PI_COURSE_API_KEY", "PI_COURSE_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL",
+                 "ANTHROPIC_API_KEY", "GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY"):  # fmt: skip
+        assert name not in seen
+    assert "PATH" in seen and "LC_ALL" in seen
+    env = grading.scrubbed_environment(environ)
+    assert env["PYTHONPATH"] == str(Path(grading.__file__).parents[2])
+    assert "sk-" not in json.dumps(env)
+
+
+@pytest.mark.slow
+def test_a_copy_past_its_bound_is_stopped_with_everything_it_started(tmp_path: Path) -> None:
+    copy = fake_copy(tmp_path / "loop")
+    pid_file = tmp_path / "grandchild.pid"
+    script = (
+        "import subprocess\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
+        f"open({str(pid_file)!r}, 'w').write(str(child.pid))\n"
+        "while True:\n    pass\n"
+    )
+    before = tree_digest(copy)
+    started = time.monotonic()
+    graded = grade_one(Source("loop", copy, "folder"), 3, stand_in(script), report=stand_in("record('done')"))
+    assert time.monotonic() - started < 30
+    assert graded.record["status"] == "timeout"
+    assert graded.record["first_failure"].startswith("超过 3 秒没有结束")
+    assert graded.record["focused_passed"] == 0 and graded.record["focused_total"] == 11
+    grandchild = int(pid_file.read_text(encoding="utf-8"))
+    for _ in range(50):  # killed at once; the kernel may take a moment
+        if not alive(grandchild):
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail(f"process {grandchild} started by the check is still running")
+    assert tree_digest(copy) == before
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` still runs (a zombie waiting for its reaper counts as gone)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return not (stat.is_file() and ") Z " in stat.read_text())
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_every_running_check_and_starts_no_other(tmp_path: Path) -> None:
+    for name in ("a", "b", "c"):
+        fake_copy(tmp_path / "class" / name)
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    script = f"""
+import signal, subprocess, sys
+from pathlib import Path
+from pi_course.course.grade import discover, grade
+loop = (
+    "import os, subprocess, sys, time\\n"
+    "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\\n"
+    "open(os.path.join({str(pids)!r}, str(os.getpid())), 'w').write(str(child.pid))\\n"
+    "while True: time.sleep(0.1)\\n"
+)
+try:
+    grade(discover([{str(tmp_path / "class")!r}]), jobs=2, timeout=600, report=None,
+          command=lambda copy: [sys.executable, "-c", loop, str(copy)])
+except KeyboardInterrupt:
+    sys.exit(130)
+"""
+    process = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT)
+    try:
+        deadline = time.monotonic() + 60
+        while len(list(pids.iterdir())) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(list(pids.iterdir())) == 2
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=15) == 130
+    finally:
+        process.kill()
+    started = {int(path.name): int(path.read_text(encoding="utf-8")) for path in pids.iterdir()}
+    time.sleep(0.5)
+    assert len(started) == 2  # the third copy never started
+    for check_pid, child_pid in started.items():
+        assert not alive(check_pid) and not alive(child_pid)
+
+
+@pytest.mark.slow
+def test_the_check_runs_on_a_temporary_copy(tmp_path: Path) -> None:
+    copy = fake_copy(tmp_path / "ada")
+    (copy / ".venv").mkdir()
+    (copy / ".venv" / "big").write_text("x", encoding="utf-8")
+    (copy / "pi_course" / "link.py").symlink_to(tmp_path / "elsewhere.py")
+    before = tree_digest(copy)
+    script = (
+        "root = sys.argv[1]\n"
+        "open(os.path.join(root, 'pi_course', '__init__.py'), 'w').write('overwritten')\n"
+        "record('incomplete', ','.join(sorted(os.listdir(root)) + sorted(os.listdir(os.path.join(root, 'pi_course')))))\n"
+    )
+    graded = grade_one(Source("ada", copy, "folder"), 30, stand_in(script), report=None)
+    assert graded.record["first_failure"] == "pi_course,tests,__init__.py"  # no .venv, no link
+    assert graded.record["path"] == str(copy) and graded.record["name"] == "ada"
+    assert tree_digest(copy) == before
+
+
+@pytest.mark.slow
+def test_a_check_without_a_record_is_reported_not_hidden(tmp_path: Path) -> None:
+    copy = fake_copy(tmp_path / "ada")
+    graded = grade_one(
+        Source("ada", copy, "folder"), 30, stand_in("print('boom', file=sys.stderr); sys.exit(3)")
+    )
+    assert graded.record["status"] == "import-error"
+    assert graded.record["first_failure"] == "check 没有给出记录（返回码 3）：boom"
+    assert "boom" in graded.output
+
+
+# --- the outputs ----------------------------------------------------------------------------------
+
+
+def record(name: str, status: str, passed: int, first_failure: str | None = None) -> dict[str, object]:
+    return {
+        "name": name, "path": f"/class/{name}", "status": status,
+        "focused": {"5.1": [min(passed, 1), 1], "5.2": [max(0, min(passed - 1, 3)), 3],
+                    "5.3": [max(0, min(passed - 4, 5)), 5], "5.4": [max(0, min(passed - 9, 2)), 2]},
+        "focused_passed": passed, "focused_total": 11, "beyond_passed": 9 if status == "done" else 0,
+        "beyond_total": 9, "first_failure": first_failure, "seconds": 1.25,
+    }  # fmt: skip
+
+
+HOSTILE = '=HYPERLINK("http://x")<script>alert(1)</script>\x1b[2J'
+RESULTS = [
+    Graded(record("ada", "done", 11), "第 05 章：完成"),
+    Graded(
+        record(HOSTILE, "incomplete", 4, "  ✗ test_sse — <b>看</b> sse.py"), "<img src=x onerror=alert(1)>"
+    ),
+    Graded(record("cy", "timeout", 0, "超过 40 秒没有结束"), ""),
+]
+
+
+def test_the_table_puts_unfinished_copies_first_and_prints_no_control_characters() -> None:
+    lines = table(RESULTS, width=120).splitlines()
+    assert lines[0].split()[:7] == ["name", "status", "5.1", "5.2", "5.3", "5.4", "focused"]
+    assert [line.split()[1] for line in lines[1:4]] == ["timeout", "incomplete", "done"]
+    assert lines[1].startswith("cy ") and lines[3].startswith("ada ")
+    assert "\x1b" not in "\n".join(lines)
+    assert "0/5" in lines[2] and "4/11" in lines[2] and "11/11" in lines[3]
+    assert lines[-1] == "共 3 份：done 1，incomplete 1，timeout 1"
+
+
+def test_json_and_csv_hold_every_record_and_no_formula() -> None:
+    records = json.loads(to_json(RESULTS))
+    assert [list(item) for item in records] == [FIELDS] * 3
+    assert records[1]["name"] == HOSTILE
+    rows = list(csv.DictReader(io.StringIO(to_csv(RESULTS))))
+    assert [row["name"] for row in rows] == ["ada", "'" + HOSTILE, "cy"]
+    assert rows[1]["5.3"] == "0/5" and rows[1]["focused_passed"] == "4" and rows[0]["first_failure"] == ""
+    assert rows[1]["first_failure"] == "  ✗ test_sse — <b>看</b> sse.py"
+
+
+def test_the_html_page_escapes_everything_and_loads_nothing() -> None:
+    page = to_html(RESULTS)
+    assert "<script" not in page and "<img" not in page and "<b>" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "&lt;img src=x onerror=alert(1)&gt;" in page
+    assert page.count("<details>") == 3 and page.count("<tr class=") == 3
+    assert "default-src 'none'" in page
+    tags: list[tuple[str, list[tuple[str, str | None]]]] = []
+
+    class Tags(HTMLParser):
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            tags.append((tag, attrs))
+
+    Tags().feed(page)
+    assert {tag for tag, _ in tags} == {
+        "html", "head", "meta", "title", "style", "body", "h1", "p", "table", "thead", "tbody", "tr", "th", "td",
+        "details", "summary", "pre",
+    }  # fmt: skip
+    assert not [attrs for _, attrs in tags if any(name in ("src", "href", "action") for name, _ in attrs)]
+
+
+@pytest.mark.slow
+def test_the_command_line_refuses_a_missing_path_in_one_line(tmp_path: Path) -> None:
+    result = cli("grade", "05", str(tmp_path / "nowhere"))
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.strip().splitlines() == [
+        f"grade 05：这些路径不存在：{tmp_path / 'nowhere'}。没有检查任何副本。"
+    ]
+    bad = cli("grade", "05", str(tmp_path), "--jobs", "0")
+    assert bad.returncode == 2 and "--jobs" in bad.stderr and "正整数" in bad.stderr
+
+
+# --- the copy's autograding workflow ---------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_a_practice_copy_ships_github_classroom_autograding(tmp_path: Path) -> None:
+    made = cli("practice", "05", str(tmp_path / "lab"))
+    assert made.returncode == 0, made.stderr
+    workflow = yaml.safe_load(
+        (tmp_path / "lab" / ".github" / "workflows" / "classroom.yml").read_text(encoding="utf-8")
+    )
+    assert workflow["on"] == ["push", "workflow_dispatch", "repository_dispatch"]
+    assert workflow["permissions"] == {"checks": "write", "actions": "read", "contents": "read"}
+    steps = workflow["jobs"]["run-autograding-tests"]["steps"]
+    graders = [
+        step
+        for step in steps
+        if step.get("uses", "").startswith("classroom-resources/autograding-command-grader@")
+    ]
+    expected = [(f"python -m pi_course check 05 --step {step.number}", step.expected) for step in STEPS]
+    assert [(g["with"]["command"], g["with"]["max-score"]) for g in graders] == [
+        *expected,
+        ("python -m pi_course check 05", 0),
+    ]
+    assert sum(g["with"]["max-score"] for g in graders) == CHAPTER_TOTAL
+    [reporter] = [
+        step
+        for step in steps
+        if step.get("uses", "").startswith("classroom-resources/autograding-grading-reporter@")
+    ]
+    runners = reporter["with"]["runners"].split(",")
+    assert runners == [g["id"] for g in graders]
+    assert reporter["env"] == {
+        f"{runner.upper()}_RESULTS": f"${{{{ steps.{runner}.outputs.result }}}}" for runner in runners
+    }
+    # What the copy's CI installs is what pyproject.toml asks for, at the same bounds.
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    declared = {*project["dependencies"], *project["optional-dependencies"]["lab"]}
+    assert set(CI_REQUIREMENTS) <= declared
+    install = next(step["run"] for step in steps if "pip install" in step.get("run", ""))
+    assert all(f'"{requirement}"' in install for requirement in CI_REQUIREMENTS)
+
+
+# --- a class ---------------------------------------------------------------------------------------
+
+# Seconds: each copy's bound, and the whole class's (10 copies, two at a time on a busy 2-core machine;
+# the loop at import time holds one worker for the full bound).
+COPY_BOUND = 40
+CLASS_BOUND = 240
+
+
+def build_class(root: Path) -> Path:
+    """A class folder of learner copies, and a correct copy as a GitHub-style .zip beside it."""
+    starter = root / "starter"
+    made = cli("practice", "05", str(starter))
+    assert made.returncode == 0, made.stderr
+    course = root / "class"
+    course.mkdir()
+
+    def learner(name: str, solution: str | None) -> Path:
+        copy = course / name
+        shutil.copytree(starter, copy)
+        if solution is not None:
+            apply(copy, solution)
+        return copy
+
+    learner("fresh", None)
+    learner("ada", "ada")
+    learner("bo", "bo")
+    key = learner("key-in-context", "ada")
+    mistake(key, "transport.py",
+            "failure = ProviderTransportError(self._key.redact(str(error) or type(error).__name__))",
+            "raise ProviderTransportError(self._key.redact(str(error) or type(error).__name__)) from None")  # fmt: skip
+    events = learner("one-read-as-events", "bo")
+    mistake(
+        events, "sse.py", "self._buffer = lines.pop()", 'self._buffer = ""  # every read taken as whole lines'
+    )
+    race = learner("read-not-raced", "ada")
+    mistake(
+        race, "transport.py", "yield race.iterate(response.aiter_bytes())", "yield response.aiter_bytes()"
+    )
+    syntax = learner("syntax-error", "ada")
+    mistake(syntax, "sse.py", "start = end + 1", "start = end +")
+    loop = learner("loop-at-import", "bo")
+    with (loop / "pi_course" / "outbound.py").open("a", encoding="utf-8") as module:
+        module.write("\n\nwhile True:  # a learner's leftover experiment\n    pass\n")
+    (course / "notes").mkdir()
+    (course / "notes" / "README.md").write_text("not a copy", encoding="utf-8")
+
+    zipped = learner("zipped", "bo")
+    with zipfile.ZipFile(root / "cy.zip", "w") as archive:
+        for path in sorted(zipped.rglob("*")):
+            if path.is_file():
+                archive.write(path, f"pi-05-cy-main/{path.relative_to(zipped).as_posix()}")
+    shutil.rmtree(zipped)
+    return course
+
+
+@pytest.mark.slow
+def test_a_class_at_a_glance(tmp_path: Path) -> None:
+    course = build_class(tmp_path)
+    archive = tmp_path / "cy.zip"
+    before = {**tree_digest(course), "cy.zip": hashlib.sha256(archive.read_bytes()).hexdigest()}
+    out = tmp_path / "out"
+    out.mkdir()
+    started = time.monotonic()
+    result = cli(
+        "grade", "05", str(course), str(archive), "--json", str(out / "class.json"), "--csv", str(out / "class.csv"),
+        "--html", str(out / "class.html"), "--jobs", "2", "--timeout", str(COPY_BOUND), cwd=tmp_path,
+    )  # fmt: skip
+    seconds = time.monotonic() - started
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert seconds < CLASS_BOUND, f"{seconds:.1f} s"
+    assert {**tree_digest(course), "cy.zip": hashlib.sha256(archive.read_bytes()).hexdigest()} == before
+    assert "Traceback" not in result.stdout + result.stderr
+
+    records = {item["name"]: item for item in json.loads((out / "class.json").read_text(encoding="utf-8"))}
+    assert list(records) == [
+        "ada", "bo", "fresh", "key-in-context", "loop-at-import", "notes", "one-read-as-events", "read-not-raced",
+        "syntax-error", "cy",
+    ]  # fmt: skip
+    for item in records.values():
+        assert list(item) == FIELDS
+        assert item["focused_total"] == 11
+        assert sum(passed for passed, _ in item["focused"].values()) == item["focused_passed"]
+    full = {"5.1": [1, 1], "5.2": [3, 3], "5.3": [5, 5], "5.4": [2, 2]}
+    for name in ("ada", "bo", "cy"):
+        assert records[name]["status"] == "done", records[name]
+        assert records[name]["focused"] == full and records[name]["focused_passed"] == 11
+        assert records[name]["beyond_passed"] == records[name]["beyond_total"] >= 5
+        assert records[name]["first_failure"] is None
+    assert records["cy"]["path"] == str(archive)
+    assert records["ada"]["path"] == str(course / "ada")
+
+    fresh = records["fresh"]
+    assert fresh["status"] == "incomplete" and fresh["focused_passed"] == 0
+    assert fresh["beyond_total"] == 0 and "ToolDefinition" in fresh["first_failure"]
+
+    key = records["key-in-context"]
+    assert key["status"] == "incomplete" and key["focused"] == full
+    assert 0 < key["beyond_passed"] < key["beyond_total"]
+    assert "test_key_stays_out_of_every_error_chain" in key["first_failure"]
+
+    events = records["one-read-as-events"]
+    assert events["status"] == "incomplete"
+    assert events["focused"] == {**full, "5.3": [0, 5]} and events["focused_passed"] == 6
+    assert "实践 5.3" in events["first_failure"] and "test_sse_interleaved" in events["first_failure"]
+
+    race = records["read-not-raced"]
+    assert race["status"] == "incomplete"
+    assert race["focused"] == {**full, "5.3": [4, 5]} and race["focused_passed"] == 10
+    assert "test_sse_abort" in race["first_failure"] and "超过 5 秒没有结束" in race["first_failure"]
+
+    syntax = records["syntax-error"]
+    assert syntax["status"] == "import-error" and syntax["focused_passed"] == 0
+    assert (
+        syntax["first_failure"].startswith("pi_course/sse.py 第 ")
+        and "SyntaxError" in syntax["first_failure"]
+    )
+
+    loop = records["loop-at-import"]
+    assert loop["status"] == "timeout" and loop["focused_passed"] == 0
+    assert loop["first_failure"].startswith(f"超过 {COPY_BOUND} 秒没有结束")
+    assert COPY_BOUND <= loop["seconds"] < COPY_BOUND + 15
+
+    assert records["notes"]["status"] == "not-a-copy"
+
+    # The table: unfinished first, then the three finished copies.
+    rows = result.stdout.splitlines()
+    assert rows[0].startswith("name")
+    statuses = [row.split()[1] for row in rows[1:11]]
+    assert statuses == ["import-error", "timeout", "not-a-copy", *["incomplete"] * 4, *["done"] * 3], (
+        result.stdout
+    )
+    assert rows[11] == "共 10 份：done 3，incomplete 4，import-error 1，timeout 1，not-a-copy 1"
+
+    table_rows = list(csv.DictReader((out / "class.csv").open(encoding="utf-8")))
+    assert [row["name"] for row in table_rows] == list(records)
+    assert table_rows[0]["5.3"] == "5/5" and table_rows[0]["status"] == "done"
+    page = (out / "class.html").read_text(encoding="utf-8")
+    assert page.count("<details>") == 10
+    # Behind each row, the check's full text: the next step it names, not only the first failure.
+    assert "SSEDecoder.feed()：行缓冲" in page and "AbortRace.iterate()" in page
+    for name in records:
+        assert f'data-name="{name}"' in page
