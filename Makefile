@@ -81,6 +81,7 @@ lite: $(STAMP)
 # Builds the site, then drives it in Chromium with every host but loopback unresolvable.
 lite-test: lite
 	$(BIN)/python -m pytest -q -m lite -p no:randomly tests/browser/test_lite.py
+	@cat build/lite-bench.json
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache
