@@ -113,8 +113,14 @@ def site() -> Iterator[Site]:
 
 @dataclass
 class Browser:
-    context: Any
-    requests: list[str]
+    chromium: Any
+    requests: list[str]  # every request of every page and worker, all tests together
+
+    def new_page(self) -> Any:
+        """A page in a fresh context: empty cache and storage, nothing restored from another test."""
+        context = self.chromium.new_context(viewport={"width": 1280, "height": 900})
+        context.on("request", lambda request: self.requests.append(request.url))
+        return context.new_page()
 
 
 @pytest.fixture(scope="module")
@@ -133,14 +139,16 @@ def browser() -> Iterator[Browser]:
                 "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
             ],
         )  # fmt: skip
-        context = chromium.new_context(viewport={"width": 1280, "height": 900})
-        requests: list[str] = []
-        context.on("request", lambda request: requests.append(request.url))
         try:
-            yield Browser(context, requests)
+            yield Browser(chromium, [])
         finally:
-            context.close()
             chromium.close()
+
+
+def close(page: Any) -> None:
+    context = page.context
+    close(page)
+    context.close()
 
 
 def open_notebook(page: Any, site: Site, path: str) -> None:
@@ -225,7 +233,8 @@ def gzipped_size(site: Site, urls: list[str]) -> tuple[int, int, int]:
 
 def test_first_visit_opens_05_1_and_shows_output_offline(site: Site, browser: Browser) -> None:
     """The issue's goals, measured on a first visit (empty cache and storage)."""
-    page = browser.context.new_page()
+    page = browser.new_page()
+    before = len(browser.requests)
     started = time.monotonic()
     open_notebook(page, site, "notebooks/05-1-outbound.ipynb")
     page.evaluate(
@@ -236,7 +245,7 @@ def test_first_visit_opens_05_1_and_shows_output_offline(site: Site, browser: Br
     first_output = time.monotonic() - started
     cells = page.evaluate(script(RUN_ALL))  # the rest of the notebook (already queued: waits for it)
     assert errors(cells) == []
-    raw, packed, count = gzipped_size(site, browser.requests)
+    raw, packed, count = gzipped_size(site, browser.requests[before:])
     report = json.loads((ROOT / "build" / "lite-report.json").read_text())
     FIGURES.update(
         {
@@ -248,20 +257,20 @@ def test_first_visit_opens_05_1_and_shows_output_offline(site: Site, browser: Br
             "goals": {"site_mb": 40, "first_visit_gzipped_mb": 15, "seconds_to_first_output": 15},
         }
     )
-    page.close()
+    close(page)
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS)
 def test_every_reference_notebook_runs_without_a_traceback(
     site: Site, browser: Browser, notebook: str
 ) -> None:
-    page = browser.context.new_page()
+    page = browser.new_page()
     try:
         open_notebook(page, site, f"notebooks/{notebook}")
         cells = page.evaluate(script(RUN_ALL))
         page.screenshot(path=str(ROOT / "build" / f"lite-{notebook.removesuffix('.ipynb')}.png"))
     finally:
-        page.close()
+        close(page)
     assert errors(cells) == []
     assert all(cell["outputs"] or not cell["source"].strip() for cell in cells[:1])
     step = CHECKPOINT_LINES.get(notebook)
@@ -298,7 +307,7 @@ CHECKPOINT_OF_05_1 = "practice/notebooks/05-1-outbound.ipynb"
 def test_practice_first_red_light_then_a_learners_solution_gets_11_of_11(
     site: Site, browser: Browser
 ) -> None:
-    page = browser.context.new_page()
+    page = browser.new_page()
     try:
         open_notebook(page, site, CHECKPOINT_OF_05_1)
         code = page.evaluate(
@@ -357,7 +366,7 @@ def test_practice_first_red_light_then_a_learners_solution_gets_11_of_11(
         )
         page.screenshot(path=str(ROOT / "build" / "lite-practice-check.png"))
     finally:
-        page.close()
+        close(page)
     printed = cell_texts(cells)[-1].splitlines()
     lines = [f"{step.label}：{step.expected}/{step.expected} 通过" for step in STEPS]
     assert printed[: len(lines) + 1] == [*lines, f"第 05 章聚焦测试：{CHAPTER_TOTAL}/{CHAPTER_TOTAL}"], (
