@@ -147,7 +147,7 @@ def browser() -> Iterator[Browser]:
 
 def close(page: Any) -> None:
     context = page.context
-    close(page)
+    page.close()
     context.close()
 
 
