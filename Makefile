@@ -31,8 +31,9 @@ $(STAMP): pyproject.toml | python-ok
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
 	touch $(STAMP)
 
+# Serves the repository root (pi_course/*.py beside notebooks/ in the file browser) and opens 05-0.
 lab: $(STAMP)
-	$(BIN)/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) notebooks/05-0-overview.ipynb
+	$(BIN)/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) --ServerApp.root_dir=. notebooks/05-0-overview.ipynb
 
 lint: $(STAMP)
 	$(BIN)/ruff check pi_course tests bench tools

@@ -39,9 +39,6 @@ class SSEEvent(NamedTuple):
     id: str = ""
 
 
-_new_tuple = tuple.__new__
-
-
 class SSEError(Exception):
     """The byte stream cannot be framed (an event larger than the configured bound)."""
 
@@ -102,8 +99,7 @@ class SSEFields:
         self.event_type = ""
         if not data:
             return None
-        # tuple.__new__ skips the named tuple's Python-level __new__: this runs once per token.
-        return _new_tuple(SSEEvent, ("\n".join(data), event_type, self.last_id))
+        return SSEEvent("\n".join(data), event_type, self.last_id)
 
 
 def check_event_size(pending: str, data: list[str], limit: int) -> None:

@@ -132,31 +132,3 @@ MAINLINE_TOKEN_STREAM = (
     'event: end\ndata: {"reason": "action", "usage": {"in": 12, "out": 8, "cached": 4}, '
     '"cost_usd": 0.0002}\n\n'
 ).encode()
-
-
-async def check_transport(make_transport: Callable[[ByteSource], Any], read_size: int = 7) -> bool:
-    """Run the mainline token stream through ``make_transport`` and the unchanged adapter.
-
-    Prints what came out and returns whether it is the chapter's assistant message: the text,
-    then ``read`` as call-1 with ``{"path": "README.md"}``, stop reason ``toolUse``.
-    """
-    from .adapter import OpenAICompatibleModel
-    from .notebook.display import describe_event
-    from .protocol import AgentContext, TextContent, ToolCall, user_message
-
-    async def source(request: ProviderRequest) -> AsyncIterator[bytes]:
-        for start in range(0, len(MAINLINE_TOKEN_STREAM), read_size):
-            yield MAINLINE_TOKEN_STREAM[start : start + read_size]
-
-    model = OpenAICompatibleModel(provider="token-events", model="m", transport=make_transport(source))
-    stream = model.stream(AgentContext((user_message("读取 README.md"),)))
-    async for event in stream:
-        print(describe_event(event))
-    result = await stream.result()
-    expected = (
-        TextContent("先读取文件。"),
-        ToolCall("call-1", "read", {"path": "README.md"}, '{"path":"README.md"}'),
-    )
-    ok = result.stop_reason == "toolUse" and result.content == expected and result.usage == Usage(12, 8, 20)
-    print("通过：与主线的 assistant 消息一致" if ok else "未通过：结果与主线不一致")
-    return ok

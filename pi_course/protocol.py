@@ -90,8 +90,8 @@ class AssistantMessage:
 
         An adapter builds one per event, for its ``partial``. A speed trick, kept because it
         pays: copying the instance dict skips the frozen dataclass's ``__init__`` and
-        ``__post_init__``. ``make bench`` (section 4) measures it against the plain constructor:
-        bytes → final message takes about 9% longer without it (about 20% with ``replace``).
+        ``__post_init__``. With the plain constructor instead, the adapter over a fixed transport
+        takes about a fifth longer, and bytes → final message 5–10% (``make bench``, section 4).
         """
         snapshot = object.__new__(AssistantMessage)
         snapshot.__dict__.update(self.__dict__)

@@ -114,7 +114,8 @@ class StreamReport:
 
     def __init__(self) -> None:
         self.usage: dict[str, int] = {}
-        self.ignored: dict[str, int] = {}  # "reasoning_content chars", "citations", ...
+        self.ignored: dict[str, int] = {}  # field → size: "reasoning_content", "citations", ...
+        self.units: dict[str, str] = {}  # field → unit of its size ("chars"), when it has one
         self.logged = False
 
     def note_usage(self, usage: object) -> None:
@@ -126,8 +127,10 @@ class StreamReport:
                 if type(count) is int and 0 <= count <= MAX_SAFE_INTEGER:
                     self.usage[name] = count
 
-    def count(self, field: str, size: int) -> None:
+    def count(self, field: str, size: int, unit: str = "") -> None:
         self.ignored[field] = self.ignored.get(field, 0) + size
+        if unit:
+            self.units[field] = unit
 
     def at_least(self, field: str, size: int) -> None:
         """For a field every payload repeats in full (Perplexity's citations): its largest size."""
@@ -143,8 +146,8 @@ class StreamReport:
         """``reasoning_content: 1,234 chars; citations: 5`` (empty when nothing was ignored)."""
         parts = []
         for field, size in self.ignored.items():
-            name, _, unit = field.partition(" ")
-            parts.append(f"{name}: {size:,}{' ' + unit if unit else ''}")
+            unit = self.units.get(field)
+            parts.append(f"{field}: {size:,}{' ' + unit if unit else ''}")
         return "; ".join(parts)
 
     def log_once(self) -> None:
@@ -307,7 +310,7 @@ class PayloadReading:
         for field in IGNORED_TEXT:
             value = delta.get(field)
             if isinstance(value, str) and value:
-                self.report.count(f"{field} chars", len(value))
+                self.report.count(field, len(value), "chars")
         content = delta.get("content")
         if isinstance(content, list) and not self.strict:
             delta["content"] = self._content_parts(content)

@@ -225,7 +225,7 @@ async def test_local_provider_mainline_over_loopback() -> None:
     """本地 provider（local_model()，真实的 loopback HTTP）走通主线 call-1
     下一步：用 python -m pi_course chat "读取 README.md" 看事件；请求头（Authorization、Content-Type）与 body 要被真实的 HTTP 服务器接受
     """
-    pytest.importorskip("uvicorn", reason="本地 provider 需要 pip install 'pi-course[lab]'")
+    pytest.importorskip("uvicorn", reason="本地 provider 需要 uvicorn：在课程仓库里 pip install '.[lab]'")
     model = local_model("mainline")
     try:
         types, result = await one_terminal(model)

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, TypedDict
+from typing import Literal, TextIO, TypedDict
 
 from ..chapter.steps import CHAPTER_TOTAL, STEP_NUMBERS, STEPS, Step
 from .advice import first_thing_to_fix, next_step_lines
@@ -146,16 +146,23 @@ def _beyond_lines(report: Report) -> list[str]:
     return lines
 
 
-def print_report(report: Report, steps: tuple[Step, ...], *, beyond: bool, verbose: bool = False) -> Verdict:
+def print_report(
+    report: Report,
+    steps: tuple[Step, ...],
+    *,
+    beyond: bool,
+    verbose: bool = False,
+    file: TextIO | None = None,
+) -> Verdict:
     """Print what ``check`` shows, ending with the verdict; return the verdict."""
+    out = file or sys.stdout
     if verbose and report.output:
-        print(report.output.rstrip())
-        print()
+        print(report.output.rstrip(), end="\n\n", file=out)
     lines = report_lines(report, steps) + next_step_lines(report, steps)
     if lines:
-        print("\n".join(lines))
+        print("\n".join(lines), file=out)
     verdict = verdict_of(report, steps, beyond=beyond)
-    print(verdict.line)
+    print(verdict.line, file=out)
     return verdict
 
 
@@ -248,6 +255,7 @@ def import_failure_teller(args: list[str], root: Path) -> Callable[[str], None]:
     def tell(line: str) -> None:
         report = Report({}, line, import_error=True)
         if "--json" in args and not elsewhere:
+            print(verdict_of(report, steps, beyond=beyond).line, file=sys.stderr)
             print(json.dumps(record_of(report, root, 0.0), ensure_ascii=False))
         elif elsewhere:  # another tree was asked for, and cannot be checked from here
             print(line, file=sys.stderr)
@@ -279,17 +287,16 @@ def check_command(
     """``python -m pi_course check 05 …``: find the tree, run, print; the exit status follows the verdict.
 
     0: done; 1: not done; 2: nothing checked (not a copy). With ``as_json`` the record is the
-    only thing printed on stdout (a path that is not a copy is a ``not-a-copy`` record).
+    only thing printed on stdout (a path that is not a copy is a ``not-a-copy`` record), and the
+    text a learner reads goes to stderr, so ``grade`` gets both from one run.
     """
     root, line = check_target(path, _cwd(), course_root(), reference=reference)
+    if line is not None:
+        print(line, file=sys.stderr)
     if root is None:
         if as_json:
             print(json.dumps(not_a_copy_record(path or _cwd(), line or ""), ensure_ascii=False))
-        else:
-            print(line, file=sys.stderr)
         return EXIT_USAGE
-    if line is not None and not as_json:
-        print(line, file=sys.stderr)
     steps = steps_for(step)
     beyond = step is None and not course_only
     started = time.monotonic()
@@ -298,9 +305,9 @@ def check_command(
     except KeyboardInterrupt:
         print("check 已中断（Ctrl-C）。", file=sys.stderr)
         return EXIT_INTERRUPTED
+    seconds = time.monotonic() - started
+    text = sys.stderr if as_json else sys.stdout  # with --json, stdout carries the record alone
+    verdict = print_report(report, steps, beyond=beyond, verbose=verbose, file=text)
     if as_json:
-        record = record_of(report, root, time.monotonic() - started)
-        print(json.dumps(record, ensure_ascii=False))
-        return 0 if record["status"] == "done" else EXIT_FAILED
-    verdict = print_report(report, steps, beyond=beyond, verbose=verbose)
+        print(json.dumps(record_of(report, root, seconds), ensure_ascii=False))
     return 0 if verdict.done else EXIT_FAILED

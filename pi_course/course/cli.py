@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import os
 import re
 import socket
@@ -80,7 +81,9 @@ def _before_51(error: ImportError) -> str | None:
 def _missing_server(error: ModuleNotFoundError) -> str | None:
     if error.name not in ("uvicorn", "starlette"):
         return None
-    return f'本地 provider 需要 {error.name}，但它没有安装：pip install "pi-course[lab]"（或 make lab）。'
+    return (
+        f'本地 provider 需要 {error.name}，但它没有安装：在课程仓库里运行 make lab 或 pip install ".[lab]"。'
+    )
 
 
 _MODEL_NOT_FOUND = re.compile(
@@ -99,6 +102,19 @@ def unknown_model_line(error_message: str | None, model: str, base_url: str | No
     else:
         fix = "用 --model 选一个存在的名字，或者省略 --model（默认 mainline）"
     return f"chat：模型 {model!r} 不存在（HTTP 404：{found['message'].rstrip('.')}）。{fix}。"
+
+
+class _PrintedRecord(logging.Handler):
+    def emit(self, record: logging.LogRecord) -> None:
+        print(record.getMessage(), flush=True)
+
+
+def _print_reader_log() -> None:
+    """Print the reader's INFO records (pi_course.reading: fields it ignored, with their sizes)."""
+    reader_log = logging.getLogger("pi_course.reading")
+    if not any(isinstance(handler, _PrintedRecord) for handler in reader_log.handlers):
+        reader_log.addHandler(_PrintedRecord(logging.INFO))
+    reader_log.setLevel(logging.INFO)
 
 
 async def _chat(prompt: str, model_name: str | None) -> int:
@@ -121,6 +137,7 @@ async def _chat(prompt: str, model_name: str | None) -> int:
         return 1
     context = AgentContext(messages=(user_message(prompt),), tools=(READ_TOOL,))
     base_url = os.environ.get("PI_COURSE_BASE_URL")
+    _print_reader_log()  # what the reader ignored (reasoning, citations): one line per stream
     held = None  # `start`, printed with the next event: an unknown model is then one line alone
     try:
         async for event in model.stream(context):

@@ -406,21 +406,10 @@ def parse_record(stdout: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) and value.get("status") in STATUSES else None
 
 
-def record_text(record: dict[str, Any], stderr: str) -> str:
-    """What to show for a copy without the full text (no ``--html``): stderr and the verdict."""
-    verdict = "完成" if record.get("status") == "done" else f"未完成——{record.get('first_failure')}"
-    return "\n".join(part for part in (stderr.rstrip(), f"第 05 章：{verdict}") if part)
-
-
 CONTRACT_FIELDS = (
     "name", "path", "status", "focused", "focused_passed", "focused_total", "beyond_passed", "beyond_total",
     "first_failure", "seconds",
 )  # fmt: skip
-
-
-def report_command(copy: Path) -> list[str]:
-    """The same check, as the learner reads it: the text behind a row of the HTML page."""
-    return [sys.executable, "-m", "pi_course", "check", "05", "--path", str(copy)]
 
 
 def grade_one(
@@ -428,15 +417,12 @@ def grade_one(
     timeout: float = DEFAULT_TIMEOUT,
     command: Callable[[Path], list[str]] = check_command,
     environ: dict[str, str] | None = None,
-    report: Callable[[Path], list[str]] | None = report_command,
     running: _Running | None = None,
 ) -> Graded:
     """Check one copy on a temporary copy of it, bounded and scrubbed; its record and output.
 
-    ``command`` gives the record (``check 05 --json``). ``check --json`` prints the record alone,
-    so the full text a learner would read comes from a second run, ``report``, on the same
-    temporary copy with the same environment (skipped after a timeout; bounded by twice the
-    first run's time plus ten seconds, at most ``timeout``). ``seconds`` is the first run's.
+    ``command`` is ``check 05 --json``: the record on stdout, and on stderr the full text a
+    learner would read, which is the output kept for the HTML page.
     """
     started = time.monotonic()
     if source.kind == "not-a-copy":
@@ -453,13 +439,6 @@ def grade_one(
             return Graded(empty_record(source.name, source.path, "not-a-copy", why, seconds), why)
         code, out, err, _ = run_bounded(command(copy), work, env, timeout, running)
         seconds = time.monotonic() - started
-        text = ""
-        if code is not None and report is not None:
-            bound = min(timeout, 2 * seconds + 10)
-            shown, text, shown_err, _ = run_bounded(report(copy), work, env, bound, running)
-            text = (shown_err.rstrip() + "\n" + text).strip()
-            if shown is None:
-                text += f"\n（完整输出超过 {bound:.0f} 秒没有结束，已停止）"
         with contextlib.suppress(OSError):
             _writable(work)  # a learner's read-only files must not stop the clean-up
     if code is None:
@@ -474,8 +453,7 @@ def grade_one(
         return Graded(empty_record(source.name, source.path, "import-error", why, seconds), output)
     shaped = {key: record.get(key) for key in CONTRACT_FIELDS}
     shaped.update(name=source.name, path=str(source.path), seconds=round(seconds, 2))
-    output = text or record_text(record, err)
-    return Graded(shaped, "\n".join([*notes, output]).strip())
+    return Graded(shaped, "\n".join([*notes, err.rstrip()]).strip())
 
 
 def _temporary_copy(source: Source, work: Path, notes: list[str]) -> Path:
@@ -506,7 +484,6 @@ def grade(
     timeout: float = DEFAULT_TIMEOUT,
     command: Callable[[Path], list[str]] = check_command,
     environ: dict[str, str] | None = None,
-    report: Callable[[Path], list[str]] | None = report_command,
     progress: Callable[[Graded], None] | None = None,
 ) -> list[Graded]:
     """Grade every source, ``jobs`` at a time; the results in the order of ``sources``."""
@@ -514,7 +491,7 @@ def grade(
     running = _Running()
 
     def one(source: Source) -> Graded:
-        graded = grade_one(source, timeout, command, environ, report, running)
+        graded = grade_one(source, timeout, command, environ, running)
         if progress is not None:
             progress(graded)
         return graded

@@ -28,7 +28,6 @@ from .grade import (
     GradeError,
     discover,
     grade,
-    report_command,
     unfinished_first,
 )
 
@@ -218,9 +217,7 @@ def run(
         )
         print(line, file=sys.stderr, flush=True)
 
-    # The HTML page alone shows each copy's full check text, which takes a second run per copy.
-    report = report_command if html_file is not None else None
-    results = grade(sources, jobs=jobs, timeout=timeout, report=report, progress=progress)
+    results = grade(sources, jobs=jobs, timeout=timeout, progress=progress)
     print(table(results, shutil.get_terminal_size((160, 24)).columns))
     outputs = ((json_file, to_json), (csv_file, to_csv), (html_file, to_html))
     for name, render in outputs:

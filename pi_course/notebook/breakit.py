@@ -1,4 +1,11 @@
-"""05-5's experiment: make an adapter take the Provider index as its content slot, without its source.
+"""05-5's experiment: the learner makes their adapter take the Provider index as its content slot.
+
+The chapter asks the learner to edit their own ``adapter.py`` (``content_index = chunk.index``), run
+the 5.2 tests, read the first difference, and restore the line. :func:`adapter_state` reads the
+file and says which state it is in (as written, broken, restored), naming the line.
+
+Before the learner has edited anything (and in the reference run that stores 05-5's outputs),
+the notebook shows what the edit will do by simulation:
 
 Whatever the adapter looks like, the slot of a new tool is "how many blocks content already
 holds", so it calls ``len(content)`` while a tool chunk is being handled. The experiment shadows
@@ -12,6 +19,7 @@ from __future__ import annotations
 
 import builtins
 import importlib
+import re
 import shutil
 import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -19,6 +27,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from ..chapter.steps import FOCUSED_TEST
 
 FIRED_MARK = "confused-len-fired"
 
@@ -146,7 +156,7 @@ class ScratchCopy:
         shutil.copytree(root / "pi_course", self.path / "pi_course", ignore=ignore)
         tests = root / "tests" if (root / "tests").is_dir() else root / "pi_course" / "_course" / "tests"
         (self.path / "tests").mkdir()
-        for name in ("test_05_provider_adapter.py", "conftest.py"):
+        for name in (FOCUSED_TEST, "conftest.py"):
             shutil.copyfile(tests / name, self.path / "tests" / name)
         conftest = self.path / "tests" / "conftest.py"
         conftest.write_text(conftest.read_text(encoding="utf-8") + _CONFTEST_TAIL, encoding="utf-8")
@@ -161,3 +171,61 @@ class ScratchCopy:
 
     def __repr__(self) -> str:
         return "ScratchCopy(pi_course + 聚焦测试，混淆两种 index)"
+
+
+# --- the learner's own edit: which state is adapter.py in? ---------------------------------------
+
+_LEN = re.compile(r"\blen\((?!self\.chunks\b)[^()]*\)")
+_BROKEN = re.compile(r"(?:[:=]\s*|,\s*)chunk\.index\s*[,)}\]]*\s*(?:#.*)?$")
+_TOOL_CONTEXT = re.compile(r"chunk\.index|tool", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class AdapterState:
+    """Where the learner's adapter stands in the experiment."""
+
+    state: str  # "as-written" | "broken" | "unknown"
+    line: int | None = None  # 1-based line number in adapter.py
+    text: str = ""
+
+    def describe(self, *, restoring: bool = False) -> str:
+        """Where the file stands and what to do next; ``restoring`` for the last step, putting it back."""
+        where = f"pi_course/adapter.py 第 {self.line} 行：{self.text.strip()}" if self.line else ""
+        if restoring and self.state == "as-written":
+            return f"已恢复：{where}\n  新工具的槽位又记成 content 当时的长度。"
+        if restoring and self.state == "broken":
+            return f"还是改坏的：{where}\n  把 chunk.index 改回 len(…)，保存，再运行这一格。"
+        if self.state == "as-written":
+            return (
+                f"原样：{where}\n"
+                "  新工具的槽位记的是 content 当时的长度。把这里的 len(…) 改成 chunk.index，保存，"
+                "再运行下面几格。"
+            )
+        if self.state == "broken":
+            return (
+                f"已改坏：{where}\n  槽位记成了 Provider index。运行下面几格，看测试怎么说；看完改回 len(…)。"
+            )
+        return (
+            "没找到给新工具分配槽位的那一行（5.2 还没写，或者写法不同）。"
+            "请自己在 pi_course/adapter.py 里找：工具第一次出现时，记下 content_index 的那一行。"
+        )
+
+
+def adapter_state(path: Path) -> AdapterState:
+    """Read ``adapter.py`` at ``path``: the tool-slot line as written, broken, or not found."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return AdapterState("unknown")
+    for number, line in enumerate(lines, start=1):
+        code = line.split("#", 1)[0]
+        if "text" in code.lower() or not code.strip():
+            continue
+        near = "\n".join(lines[max(0, number - 5) : number + 4])
+        if not _TOOL_CONTEXT.search(near):
+            continue
+        if _LEN.search(code):
+            return AdapterState("as-written", number, line)
+        if _BROKEN.search(line) and "[chunk.index]" not in code.split("=", 1)[-1]:
+            return AdapterState("broken", number, line)
+    return AdapterState("unknown")

@@ -1,13 +1,27 @@
-"""Two pictures for the notebooks, as inline SVG coloured with JupyterLab's theme variables.
+"""Two pictures for the notebooks: SVG for a trusted notebook, the same picture as PNG for any other.
 
-Each diagram is an object whose HTML form is the SVG (light and dark theme alike, readable at
-normal zoom) and whose plain-text form is the same picture in ASCII, for any other frontend.
+JupyterLab renders neither inline SVG in HTML nor ``image/svg+xml`` from an untrusted notebook
+(a fresh clone, a practice copy); it does render PNG. So each diagram is displayed as a bundle of
+``image/svg+xml`` (preferred where trusted), ``image/png`` (rendered from that SVG by
+``tools/render_diagrams.py`` and shipped in ``images/``) and a text picture for any other
+frontend. The SVG is a standalone image: its colours are fixed (dark on a white card), readable in
+the light and the dark theme alike. Each PNG records the SHA-256 of the SVG it was drawn from, so a
+test can tell when it is stale.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import struct
+import zlib
 from dataclasses import dataclass
 from html import escape
+from pathlib import Path
+from typing import Any
+
+IMAGES = Path(__file__).with_name("images")
+SOURCE_KEY = b"pi-course-svg-sha256"  # the PNG text chunk naming the SVG it was drawn from
 
 _FONT = "font-family:var(--jp-ui-font-family, sans-serif)"
 _MONO = "font-family:var(--jp-code-font-family, monospace)"
@@ -25,14 +39,52 @@ def _fallback(colour: str) -> str:
 
 @dataclass(frozen=True)
 class Diagram:
+    name: str
     svg: str
     text: str
+    width: int  # CSS pixels; the PNG holds twice as many, for sharp text on high-density screens
 
-    def _repr_html_(self) -> str:
-        return self.svg
+    @property
+    def png_path(self) -> Path:
+        return IMAGES / f"{self.name}.png"
+
+    @property
+    def svg_digest(self) -> str:
+        return hashlib.sha256(self.svg.encode("utf-8")).hexdigest()
+
+    def _repr_mimebundle_(
+        self, include: Any = None, exclude: Any = None
+    ) -> tuple[dict[str, str], dict[str, Any]]:
+        data = {"image/svg+xml": self.svg, "text/plain": self.text}
+        metadata: dict[str, Any] = {}
+        if self.png_path.exists():
+            data["image/png"] = base64.b64encode(self.png_path.read_bytes()).decode("ascii")
+            metadata["image/png"] = {"width": self.width}
+        return data, metadata
 
     def __repr__(self) -> str:
         return self.text
+
+
+def png_source_digest(png: bytes) -> str | None:
+    """The SVG digest a PNG written by :func:`with_source_digest` carries, if any."""
+    position = 8
+    while position + 8 <= len(png):
+        length, kind = struct.unpack(">I4s", png[position : position + 8])
+        body = png[position + 8 : position + 8 + length]
+        if kind == b"tEXt" and body.startswith(SOURCE_KEY + b"\0"):
+            return body[len(SOURCE_KEY) + 1 :].decode("ascii")
+        position += 12 + length
+    return None
+
+
+def with_source_digest(png: bytes, digest: str) -> bytes:
+    """``png`` with a text chunk naming the SVG it was drawn from (inserted after the header)."""
+    body = SOURCE_KEY + b"\0" + digest.encode("ascii")
+    chunk = struct.pack(">I", len(body)) + b"tEXt" + body
+    chunk += struct.pack(">I", zlib.crc32(b"tEXt" + body) & 0xFFFFFFFF)
+    header_end = 8 + 12 + struct.unpack(">I", png[8:12])[0]
+    return png[:header_end] + chunk + png[header_end:]
 
 
 def _svg(width: int, height: int, title: str, body: list[str]) -> str:
@@ -135,7 +187,7 @@ def overview() -> Diagram:
             "← 返回方向",
         ]
     )
-    return Diagram(_svg(w, h, "第 05 章全景：发送方向与返回方向", body), text)
+    return Diagram("overview", _svg(w, h, "第 05 章全景：发送方向与返回方向", body), text, w)
 
 
 #: The mainline's first ``data:`` line as two network reads, cut inside the id (tail of each read).
@@ -209,4 +261,6 @@ def sse_layers() -> Diagram:
         for line in [f"{name:<14} {example}"]
         + ([f"   │ {steps[number]}", "   ▼"] if number < len(steps) else [])
     )
-    return Diagram(_svg(w, h, "SSE 的分层：网络读取、文本行、payload、ProviderChunk", body), text)
+    return Diagram(
+        "sse_layers", _svg(w, h, "SSE 的分层：网络读取、文本行、payload、ProviderChunk", body), text, w
+    )

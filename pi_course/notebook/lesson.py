@@ -8,8 +8,14 @@ run_notebooks.py`` stores each code cell's outputs in its metadata (``pi_course.
 practice copy strips the outputs but keeps the metadata. The cell then counts as finished, so Run
 All goes on. A later ``NameError`` or ``LookupError`` (a name such a cell never defined, a key it
 never stored) is explained the same way.
-Any other exception is shown as the usual traceback. Streams do not raise: ``show_events`` and
-``final_message`` turn a stream that ended on a stub into the same message.
+
+Any other exception asks the probes (:mod:`.stages`) which step of the copy is missing or broken
+(the learner's code runs but gets the chapter's fixtures wrong, say the 4/2 slots); that step is
+named the same way, with the probe's reason. Only when every step passes its probe is the usual
+traceback shown: then the cell itself (an exercise edit) is what failed. Streams do not raise:
+``show_events`` and ``final_message`` turn a stream that ended on a stub into the same message.
+``require()`` lets a cell stop before output that would mislead, ``unfinished()`` lets it show
+the learner's own output first and then the reference's.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from typing import Any
 
 from ..chapter import steps as _steps
 from ..protocol import AssistantMessage, ModelEvent
+from . import stages
 from .display import describe_event
 
 METADATA_KEY = "pi_course"
@@ -33,6 +40,35 @@ _STUB = re.compile(r"Lab (5\.[1-4])\b.*尚未实现")
 
 class StepNotDone(NotImplementedError):
     """A stream ended on a practice stub: the cell needs that step first."""
+
+
+class StepProblem(Exception):
+    """A step this cell needs is missing or broken (raised by :func:`require`)."""
+
+    def __init__(self, problem: stages.Problem) -> None:
+        super().__init__(_problem_line(problem))
+        self.problem = problem
+
+
+def require(*steps: str, allow_broken: bool = False) -> None:
+    """Stop the cell, naming the step, unless ``steps`` (and the steps before them) pass their probes.
+
+    ``allow_broken`` stops only for a step not written yet (05-5 breaks 5.2 on purpose).
+    """
+    last = max(steps)
+    found = stages.first_problem(tuple(step for step in _steps.STEP_NUMBERS if step <= last))
+    if found is not None and not (allow_broken and found.kind == "broken"):
+        raise StepProblem(found)
+
+
+def unfinished(step: str) -> None:
+    """After a cell's own output: if ``step`` is not done yet, say so in one line and show 预期输出.
+
+    Returns nothing, so that as a cell's last line it adds no ``Out[]``.
+    """
+    found = stages.first_problem(tuple(number for number in _steps.STEP_NUMBERS if number <= step))
+    if found is not None:
+        _show_problem(found, _session.source)
 
 
 def missing_step(error: BaseException) -> str | None:
@@ -70,6 +106,19 @@ def final_message(events: Sequence[ModelEvent]) -> AssistantMessage:
     if last.type == "error":
         return last.error
     raise ValueError(f"the stream has not ended: its last event is {last.type}")
+
+
+def reveal(prediction: object, actual: object) -> bool:
+    """An exercise's answer only after the learner wrote a prediction (``...`` means not yet)."""
+    if prediction is ...:
+        print("先把 ... 换成你的预测，再运行这一格（参考答案在下面折叠的「对照答案」里）。")
+        return False
+    same = prediction == actual or (isinstance(prediction, set | frozenset) and prediction == set(actual))  # type: ignore[call-overload]
+    shown = sorted(actual) if isinstance(actual, set | frozenset) else actual
+    print(f"你的预测：{prediction!r}")
+    print(f"实际结果：{shown!r}")
+    print("✓ 一样" if same else "✗ 不一样：对照提示再想一想，哪里和你想的不同？")
+    return same
 
 
 # --- the reference outputs a practice copy shows ---------------------------------------------------
@@ -136,6 +185,16 @@ def _step_line(step: str, cascade: bool) -> str:
     return f"需要先完成实践 {step}（{label}）：{files} 里还是占位实现。"
 
 
+def _problem_line(problem: stages.Problem) -> str:
+    """One line naming the step a cell needs and why it cannot run as the prose says."""
+    label = _steps.step(problem.step).label if problem.step in _steps.STEP_NUMBERS else ""
+    if problem.kind == "missing" and stages.STUB.search(problem.why):
+        return _step_line(problem.step, cascade=False)
+    if problem.kind == "missing":
+        return f"需要先完成实践 {problem.step}（{label}）：{problem.why}。"
+    return f"实践 {problem.step}（{label}）的代码还有问题：{problem.why}。这一格用到了它。"
+
+
 def expected_bundle(expected: Sequence[Mapping[str, str]] | None) -> dict[str, str]:
     """预期输出 as a display bundle: plain text for any frontend, a labelled box for JupyterLab."""
     if not expected:
@@ -200,21 +259,42 @@ def _after(result: Any) -> None:
 def _handler(
     shell: Any, etype: type[BaseException], value: BaseException, tb: Any, tb_offset: Any = None
 ) -> None:
+    if isinstance(value, StepProblem):
+        _show_problem(value.problem, _session.source, shell)
+        return None
     step = missing_step(value)
     cascade = step is None and isinstance(value, (NameError, LookupError)) and bool(_session.missing)
     if step is None and not cascade:
-        shell.showtraceback((etype, value, tb), tb_offset=tb_offset)
+        found = stages.first_problem()
+        if found is None:  # every step works: the cell itself failed
+            shell.showtraceback((etype, value, tb), tb_offset=tb_offset)
+            return None
+        _show_problem(found, _session.source, shell)
         return None
     if step is None:
         step = _session.missing[0]
     elif step not in _session.missing:
         _session.missing.append(step)
-    from IPython import display as ipython_display
+    _show(_step_line(step, cascade), _session.source, shell)
+    return None
 
+
+def _show_problem(problem: stages.Problem, source: str, shell: Any = None) -> None:
+    if problem.step not in _session.missing:
+        _session.missing.append(problem.step)
+    _show(_problem_line(problem), source, shell)
+
+
+def _show(line: str, source: str, shell: Any = None) -> None:
+    """The one line, then the reference's output of this cell; the cell counts as finished."""
+    from IPython import display as ipython_display
+    from IPython import get_ipython
+
+    shell = shell or get_ipython()
     display: Callable[..., Any] = ipython_display.display
-    print(_step_line(step, cascade))
-    notebook = shell.user_ns.get("__session__") or os.environ.get("JPY_SESSION_NAME")
-    expected = find_expected(_session.source, Path.cwd(), notebook if isinstance(notebook, str) else None)
+    print(line)
+    notebook = shell.user_ns.get("__session__") if shell is not None else None
+    notebook = notebook or os.environ.get("JPY_SESSION_NAME")
+    expected = find_expected(source, Path.cwd(), notebook if isinstance(notebook, str) else None)
     display(expected_bundle(expected), raw=True)
     _session.handled = True
-    return None

@@ -304,8 +304,8 @@ def _recorded(model: str, stream: bool) -> Response:
 async def list_models(request: Request) -> Response:
     data = [{"id": name, "object": "model", "created": 0, "owned_by": "pi-course"} for name in SCRIPTS]
     data += [
-        {"id": RECORDED_PREFIX + name, "object": "model", "created": 0, "owned_by": entry["provider"]}
-        for name, entry in recordings_index().items()
+        {"id": RECORDED_PREFIX + name, "object": "model", "created": 0, "owned_by": owner or "pi-course"}
+        for name, owner in ((name, entry["provider"]) for name, entry in recordings_index().items())
     ]
     return JSONResponse({"object": "list", "data": data})
 

@@ -9,6 +9,7 @@ client reading the same bytes is the oracle for every stream both accept.
 from __future__ import annotations
 
 import json
+import logging
 import random
 import re
 from collections.abc import AsyncIterator, Callable
@@ -23,11 +24,16 @@ from openai.lib.streaming.chat import ChatCompletionStreamState
 from pi_course import (
     AgentContext,
     AssistantMessage,
+    FinishChunk,
     OpenAICompatibleModel,
     OpenAICompatibleTransport,
+    TextChunk,
     TextContent,
     ToolCall,
+    ToolChunk,
+    Usage,
 )
+from pi_course.provider import corpus
 
 pytestmark = pytest.mark.anyio
 
@@ -142,7 +148,7 @@ def without_rule(expected: dict[str, Any]) -> dict[str, Any]:
 def test_the_index_lists_every_recording_and_enough_providers() -> None:
     files = sorted(path.name for path in RECORDINGS_DIR.glob("*.sse"))
     assert files == sorted(entry["file"] for entry in RECORDINGS.values())
-    providers = {entry["provider"] for entry in RECORDINGS.values()}
+    providers = {entry["provider"] for entry in RECORDINGS.values() if entry["provider"]}
     assert len(RECORDINGS) >= 25 and len(providers) >= 8
     assert {"OpenAI", "Azure OpenAI", "DeepSeek", "DashScope (Qwen)", "Ollama", "vLLM", "OpenRouter", "Groq",
             "Mistral"} <= providers  # fmt: skip
@@ -155,7 +161,20 @@ def test_every_recording_names_its_source_and_how_its_bytes_were_made(name: str)
     assert "url" in source or {"repository", "path", "commit"} <= set(source)
     if "commit" in source:
         assert re.fullmatch(r"[0-9a-f]{40}", source["commit"])
-    assert entry["bytes"].split(":")[0] in ("verbatim", "re-encoded", "derived"), entry["bytes"]
+    assert entry["kind"] in corpus.KINDS
+    framing = entry["bytes"].split(":")[0]
+    assert framing in ("verbatim", "verbatim events", "re-encoded", "derived"), entry["bytes"]
+    # A label claims no more than the stream is.
+    assert (framing == "derived") == (entry["kind"] == "derived")
+    if "trimmed" in entry:
+        assert re.match(r"\d+ events dropped: ", entry["trimmed"]) and not entry["bytes"].startswith(
+            "verbatim: the whole"
+        )
+    if framing == "verbatim events":
+        assert "trimmed" in entry
+    assert "as the provider sent it" not in entry["bytes"]
+    assert ("elided" in entry) == (entry["kind"] == "documentation-sample")
+    assert (entry["provider"] is None) == (entry["kind"] == "hand-written-fixture")
     assert entry["exercises"] and set(entry["expected"]) == set(MODES)
     assert len(raw(name)) < 16_000  # small: long streams are trimmed, and the index says so
     for expected in entry["expected"].values():
@@ -325,3 +344,222 @@ async def test_the_openai_client_reads_the_same_bytes_as_the_index_says(name: st
         assert theirs == ours
     else:  # the note explains a difference: there must be one
         assert theirs != ours, entry["openai_client"]
+
+
+# --- what the README and 05-7 say is rendered from the index ------------------------------------------
+
+ROOT = RECORDINGS_DIR.parents[2]
+
+
+def test_the_readme_provider_table_is_the_one_rendered_from_the_index() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert corpus.readme_block(readme) == corpus.readme_table(INDEX)
+    block = corpus.readme_table(INDEX)
+    for entry in RECORDINGS.values():  # every provider with a recording has its row
+        if entry["provider"]:
+            assert entry["provider"] in block
+    assert "byte for byte" not in readme.split(corpus.README_BEGIN)[0].split("Real-world streams")[-1]
+
+
+def test_05_7_shows_the_summary_rendered_from_the_index() -> None:
+    notebook = json.loads((ROOT / "notebooks" / "05-7-real-providers.ipynb").read_text(encoding="utf-8"))
+    cells = [cell for cell in notebook["cells"] if "print(summary())" in "".join(cell["source"])]
+    assert len(cells) == 1, "05-7 prints pi_course.provider.corpus.summary() in one cell"
+    printed = "".join("".join(output.get("text", "")) for output in cells[0]["outputs"])
+    assert printed == corpus.summary(INDEX) + "\n"
+
+
+# --- the reading rules on made-up streams, both modes, every chunking -----------------------------------
+
+
+def payload(delta: object = None, finish: str | None = None, **choice: object) -> dict[str, Any]:
+    one: dict[str, Any] = {"index": 0, "finish_reason": finish, **choice}
+    if delta is not None:
+        one["delta"] = delta
+    return {"id": "c", "object": "chat.completion.chunk", "choices": [one]}
+
+
+def body(*payloads: object) -> bytes:
+    return "".join(f"data: {p if isinstance(p, str) else json.dumps(p)}\n\n" for p in payloads).encode()
+
+
+USAGE = {"choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}}
+CALL = {"id": "call-a", "type": "function", "function": {"name": "read", "arguments": '{"path":"a"}'}}
+CALL_B = {"id": "call-b", "type": "function", "function": {"name": "read", "arguments": '{"path":"b"}'}}
+PARTS = [{"type": "thinking", "thinking": [{"type": "text", "text": "hmm"}]}, {"type": "text", "text": "4"}]
+
+
+def accepted(
+    stop: str, text: str = "", calls: list[dict[str, str]] | None = None, usage: int = 0
+) -> dict[str, Any]:
+    counts = (
+        {"input": 7, "output": 3, "total_tokens": 10}
+        if usage
+        else {"input": 0, "output": 0, "total_tokens": 0}
+    )
+    return {
+        "outcome": "accepted",
+        "stop_reason": stop,
+        "text": text,
+        "tool_calls": calls or [],
+        "usage": counts,
+    }
+
+
+def rejected(field: str, text: str = "", usage: int = 0) -> dict[str, Any]:
+    counts = (
+        {"input": 7, "output": 3, "total_tokens": 10}
+        if usage
+        else {"input": 0, "output": 0, "total_tokens": 0}
+    )
+    return {"outcome": "rejected", "field": field, "partial_text": text, "usage": counts}
+
+
+def call(entry: dict[str, Any]) -> dict[str, str]:
+    return {"id": entry["id"], "name": entry["function"]["name"], "arguments": entry["function"]["arguments"]}
+
+
+# name: (the stream, strict=True outcome, strict=False outcome, a text the strict=False error must contain)
+READING_RULES: dict[str, tuple[bytes, dict[str, Any], dict[str, Any], str]] = {
+    # A finish reason without delta is an empty delta; content_filter is then named, the partial kept.
+    "finish-without-delta": (
+        body(payload({"content": "Hi"}), payload(finish="stop"), USAGE, "[DONE]"),
+        rejected("choices[0].delta", "Hi", usage=0),
+        accepted("stop", "Hi", usage=1),
+        "",
+    ),
+    "content-filter-stop": (
+        body(payload({"content": "Hey"}), payload(finish="content_filter", content_filter_results={}), USAGE),
+        rejected("choices[0].delta", "Hey"),
+        rejected("choices[0].finish_reason", "Hey"),
+        "content_filter",
+    ),
+    # Whole tool calls without index take their position among the stream's calls.
+    "whole-calls-without-index": (
+        body(payload({"tool_calls": [CALL, CALL_B]}), payload(finish="tool_calls"), USAGE, "[DONE]"),
+        rejected("choices[0].delta.tool_calls[0].index"),
+        accepted("toolUse", calls=[call(CALL), call(CALL_B)], usage=1),
+        "",
+    ),
+    "whole-calls-in-two-payloads": (
+        body(payload({"tool_calls": [CALL]}), payload({"tool_calls": [CALL_B]}, "tool_calls"), USAGE),
+        rejected("choices[0].delta.tool_calls[0].index"),
+        accepted("toolUse", calls=[call(CALL), call(CALL_B)], usage=1),
+        "",
+    ),
+    # Array content: the text parts joined, thinking parts ignored.
+    "array-content": (
+        body(
+            payload({"content": PARTS}), payload({"content": [{"type": "text", "text": "2"}]}, "stop"), USAGE
+        ),
+        rejected("choices[0].delta.content"),
+        accepted("stop", "42", usage=1),
+        "",
+    ),
+    "array-content-unknown-part": (
+        body(
+            payload({"content": "a"}), payload({"content": [{"type": "image_url", "image_url": {}}]}), USAGE
+        ),
+        rejected("choices[0].delta.content", "a"),
+        rejected("choices[0].delta.content[0].type", "a"),
+        "image_url",
+    ),
+    # Skipped only when it carries nothing readable; content under an unknown key is named.
+    "annotation-only-choice": (
+        body(
+            payload({"content": "ok"}), payload(content_filter_results={"hate": {}}), payload(finish="stop")
+        ),
+        rejected("choices[0].delta", "ok"),
+        accepted("stop", "ok"),
+        "",
+    ),
+    "content-under-an-unknown-key": (
+        body(payload({"content": "a"}), payload(message={"content": "lost?"}), payload(finish="stop")),
+        rejected("choices[0].delta", "a"),
+        rejected("choices[0].message", "a"),
+        "choices[0].message",
+    ),
+    # Usage the provider sent stays on a refusal and on an error.
+    "refusal-keeps-usage": (
+        body(payload({"refusal": "No."}), payload({}, "stop"), USAGE, "[DONE]"),
+        {"outcome": "error", "partial_text": "", "usage": accepted("stop", usage=1)["usage"]},
+        {"outcome": "error", "partial_text": "", "usage": accepted("stop", usage=1)["usage"]},
+        "Provider refused: No.",
+    ),
+    "error-after-finish-keeps-usage": (
+        body(payload({"content": "x"}, "length"), {**USAGE, "error": {"message": "Token limit reached"}}),
+        {"outcome": "error", "partial_text": "x", "usage": accepted("stop", usage=1)["usage"]},
+        {"outcome": "error", "partial_text": "x", "usage": accepted("stop", usage=1)["usage"]},
+        "Token limit reached",
+    ),
+}
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+@pytest.mark.parametrize("rule", list(READING_RULES))
+async def test_each_reading_rule_at_every_chunking(rule: str, mode: str) -> None:
+    data, strict, lenient, named = READING_RULES[rule]
+    named = named if mode == "non_strict" or strict["outcome"] == "error" else ""
+    expected = strict if mode == "strict" else lenient
+    for chunking, split in CHUNKINGS.items():
+        events, message = await read_with_pi_course(split(data), MODES[mode])
+        assert [e in ("done", "error") for e in events].count(True) == 1
+        got = {key: value for key, value in outcome(message).items() if key != "error"}
+        assert got == expected, f"{rule} ({mode}, {chunking} reads): {message.error_message}"
+        if expected["outcome"] != "accepted":
+            assert named in (message.error_message or ""), message.error_message
+
+
+async def test_strict_rejection_of_an_azure_annotation_says_strict_false_reads_it() -> None:
+    for data in (
+        raw("azure-prompt-filter"),
+        body(payload({"content": "a"}), payload(content_filter_results={})),
+    ):
+        _, message = await read_with_pi_course([data], strict=True)
+        assert "strict=False" in (message.error_message or "") and "reads it" in (message.error_message or "")
+
+
+# --- never silent: one log record per stream ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("deepseek-reasoning", r"reasoning_content: [\d,]+ chars"),
+        ("groq-reasoning", r"reasoning: [\d,]+ chars"),
+        ("perplexity-running-usage", r"citations: \d+"),
+        ("openrouter-reasoning", r"reasoning: [\d,]+ chars"),
+    ],
+)
+async def test_what_the_reader_ignores_is_logged_once_per_stream(
+    name: str, expected: str, mode: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.INFO, logger="pi_course"):
+        await read_with_pi_course(per_line(raw(name)), MODES[mode])
+    records = [r for r in caplog.records if r.name.startswith("pi_course")]
+    assert len(records) == 1 and records[0].levelno == logging.INFO
+    assert re.search(expected, records[0].getMessage()), records[0].getMessage()
+
+
+async def test_thinking_parts_are_counted_and_sizes_use_thousands_separators(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    data = body(payload({"reasoning_content": "x" * 1234}), payload({"content": PARTS}, "stop"))
+    with caplog.at_level(logging.INFO, logger="pi_course"):
+        _, message = await read_with_pi_course([data], strict=False)
+    assert message.stop_reason == "stop"
+    [record] = [r for r in caplog.records if r.name.startswith("pi_course")]
+    assert record.getMessage() == "the reader ignored reasoning_content: 1,234 chars; thinking parts: 1"
+
+
+async def test_a_stream_with_nothing_ignored_logs_nothing(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.INFO, logger="pi_course"):
+        await read_with_pi_course([raw("openai-text")], strict=True)
+    assert not [r for r in caplog.records if r.name.startswith("pi_course")]
+
+
+def test_the_chunk_types_stay_the_chapters() -> None:
+    # The given reading hands the lesson chapter-shaped payloads: the seam is still three chunk kinds.
+    assert {TextChunk.type, ToolChunk.type, FinishChunk.type} == {"text", "tool", "finish"}
+    assert Usage(1, 2, 3).total_tokens == 3

@@ -264,6 +264,7 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+@pytest.mark.slow
 async def test_serve_command_speaks_to_the_chat_command() -> None:
     port = free_port()
     server = subprocess.Popen(

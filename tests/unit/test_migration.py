@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
@@ -55,7 +56,7 @@ async def test_bad_events_end_in_one_error_naming_the_field(raw: bytes, message:
 async def test_check_transport_accepts_the_reference_and_rejects_a_stub(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from pi_course.migration import check_transport
+    from pi_course.notebook.migration_check import check_transport
 
     class Stub:
         def __init__(self, source: object) -> None:
@@ -67,4 +68,14 @@ async def test_check_transport_accepts_the_reference_and_rejects_a_stub(
 
     assert await check_transport(TokenEventTransport)
     assert not await check_transport(Stub)
-    assert "error          error: TODO" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "error          error: TODO" in printed
+    assert printed.count("通过：与主线的 assistant 消息一致") == 1 and "未通过：结果与主线不一致" in printed
+
+
+def test_the_lesson_module_prints_nothing_and_holds_no_checker() -> None:
+    import pi_course.migration as migration
+
+    assert not hasattr(migration, "check_transport")
+    source = Path(migration.__file__).read_text(encoding="utf-8")
+    assert "print(" not in source and "notebook" not in source.split('"""', 2)[2]

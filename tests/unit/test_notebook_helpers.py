@@ -1,25 +1,24 @@
 """The notebooks' helpers: practice stages, 预期输出, the 05-5 experiment, the diagrams.
 
-The slow tests run the notebooks of real practice copies (fresh, with 5.1 done, with 5.1-5.3
-done) the way a learner's Run All does, and assert that no cell ends in a traceback. Completed
-copies with learners' own code are run under nbval-lax by test_learners.py.
+Practice copies at every stage, built from independent learners' code, run their notebooks in
+tests/workflow/test_stages.py (slow).
 """
 
 from __future__ import annotations
 
-import subprocess
-import sys
+import base64
 from pathlib import Path
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
 
+import pi_course
+import pi_course.sse
 from pi_course import FinishChunk, OpenAICompatibleModel, TextChunk, ToolChunk, fixed_transport
 from pi_course.chapter.fixtures import DIAGNOSTIC_4_2_CHUNKS, mainline_context
-from pi_course.course.practice import make_starter
-from pi_course.notebook import breakit, lesson
-from pi_course.notebook.diagrams import overview, sse_layers
+from pi_course.chapter.steps import STEP_NUMBERS
+from pi_course.notebook import breakit, lesson, stages
+from pi_course.notebook.diagrams import overview, png_source_digest, sse_layers, with_source_digest
 from pi_course.notebook.display import chunk_table
 from pi_course.protocol import AssistantMessage, ErrorEvent, StartEvent, assistant_message
 
@@ -124,85 +123,106 @@ def test_a_scratch_copy_fails_the_4_2_test_and_leaves_the_tree_alone() -> None:
     assert not scratch.path.exists()
 
 
-def test_diagrams_are_themed_svg_with_a_text_form() -> None:
+def test_diagrams_are_images_an_untrusted_notebook_draws_with_a_text_form() -> None:
     for diagram in (overview(), sse_layers()):
-        svg = diagram._repr_html_()
-        assert svg.startswith("<svg") and "var(--jp-ui-font-color1" in svg
-        assert "#fff3b0" not in svg
-        assert "ProviderChunk" in repr(diagram)
+        data, metadata = diagram._repr_mimebundle_()
+        assert "text/html" not in data  # JupyterLab strips inline SVG from untrusted HTML
+        assert data["image/svg+xml"].startswith("<svg") and "#fff3b0" not in data["image/svg+xml"]
+        png = base64.b64decode(data["image/png"])
+        assert png.startswith(b"\x89PNG\r\n\x1a\n")
+        assert png_source_digest(png) == diagram.svg_digest, "stale PNG: run tools/render_diagrams.py"
+        assert metadata == {"image/png": {"width": diagram.width}}
+        assert "ProviderChunk" in repr(diagram) and data["text/plain"] == repr(diagram)
     assert "返回方向" in overview().svg and "发送方向" in overview().svg
 
 
-# --- practice copies, executed -------------------------------------------------------------------
+def test_a_png_text_chunk_round_trips_and_an_edited_svg_is_stale() -> None:
+    png = overview().png_path.read_bytes()
+    assert png_source_digest(with_source_digest(png, "ab" * 32)) == "ab" * 32  # the newest chunk comes first
+    plain = b"\x89PNG\r\n\x1a\n" + png[8:33]  # the header chunk alone
+    assert png_source_digest(plain) is None
+    assert png_source_digest(with_source_digest(plain, "cd" * 32)) == "cd" * 32
 
 
-def _practice_copy(tmp_path: Path, done: set[str]) -> Path:
-    target = tmp_path / "copy"
-    subprocess.run(
-        [sys.executable, "-m", "pi_course", "practice", "05", str(target)], check=True, capture_output=True
+# --- which step is missing or broken: the probes -------------------------------------------------
+# Practice copies at every stage, with independent learners' code, run in tests/workflow/test_stages.py.
+
+
+def test_every_probe_passes_on_the_reference() -> None:
+    assert [stages.probe(step) for step in STEP_NUMBERS] == [None, None, None, None]
+    assert stages.first_problem() is None
+
+
+def test_a_stub_is_a_missing_step_named_by_its_own_message(monkeypatch: pytest.MonkeyPatch) -> None:
+    def stub(self: object, chunk: bytes, *, final: bool = False) -> list[object]:
+        raise NotImplementedError("Lab 5.3 SSE 与 unknown 边界 尚未实现")
+
+    monkeypatch.setattr(pi_course.sse.SSEDecoder, "feed", stub)
+    found = stages.first_problem()
+    assert found == stages.Problem("5.3", "missing", "Lab 5.3 SSE 与 unknown 边界 尚未实现")
+    assert lesson._problem_line(found).startswith(
+        "需要先完成实践 5.3（SSE 与 unknown 边界）：pi_course/sse.py"
     )
-    pending = {"5.1", "5.2", "5.3", "5.4"} - done
-    for name in ("__init__.py", "protocol.py", "outbound.py", "adapter.py", "sse.py", "transport.py"):
-        source = (ROOT / "pi_course" / name).read_text(encoding="utf-8")
-        text = make_starter(source, pending)
-        if name == "__init__.py":
-            text = text.replace('EDITION = "reference"', 'EDITION = "practice"', 1)
-        (target / "pi_course" / name).write_text(text, encoding="utf-8")
-    return target
 
 
-def _run(notebook: Path) -> list[str]:
-    """Run All like JupyterLab; return every output as text (an error output fails the run)."""
-    data = nbformat.read(notebook, as_version=4)
-    NotebookClient(
-        data, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(notebook.parent)}}
-    ).execute()
-    texts = []
-    for cell in data.cells:
-        for output in cell.get("outputs", []):
-            assert output["output_type"] != "error", (
-                f"{notebook.name}: {output.get('ename')}: {output.get('evalue')}"
-            )
-            texts.append(output.get("text", "") + output.get("data", {}).get("text/plain", ""))
-    return texts
+def test_the_5_4_starter_is_missing_with_what_it_lacks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(
+        pi_course.OpenAICompatibleTransport, "request_body", lambda self, request: dict(request)
+    )
+    found = stages.probe("5.4")
+    assert found is not None and found.kind == "missing" and "stream: true" in found.why
+    assert lesson._problem_line(found) == (
+        "需要先完成实践 5.4（fetch transport 与密钥脱敏）：还是初版：请求体里没有 stream: true 和 stream_options。"
+    )
 
 
-def _nbval_lax(copy: Path) -> None:
-    notebooks = sorted(str(path) for path in (copy / "notebooks").glob("05-[0-7]-*.ipynb"))
-    run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "--nbval-lax", "--nbval-current-env", "-p", "no:randomly",
-         "-p", "no:cacheprovider", "-o", "addopts=", *notebooks],
-        cwd=copy, capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    assert run.returncode == 0, run.stdout[-3000:]
+@pytest.mark.anyio
+async def test_an_adapter_that_confuses_the_indexes_is_a_broken_5_2(monkeypatch: pytest.MonkeyPatch) -> None:
+    original = pi_course.fixed_transport
+    monkeypatch.setattr(pi_course, "fixed_transport", lambda chunks: breakit.Watched(original(chunks)))
+    with breakit.confused_indexes():
+        found = stages.probe("5.2")
+    assert found is not None and (found.step, found.kind) == ("5.2", "broken")
+    assert "list assignment index out of range" in found.why
+    line = lesson._problem_line(found)
+    assert line.startswith("实践 5.2（normalized transport 状态机）的代码还有问题：4/2 fixture 以 error 结束")
+    monkeypatch.undo()
+    assert stages.probe("5.2") is None
 
 
-@pytest.mark.slow
-def test_a_fresh_copy_runs_every_notebook_and_shows_what_is_missing(tmp_path: Path) -> None:
-    copy = _practice_copy(tmp_path, done=set())
-    _nbval_lax(copy)
-    for name in ("05-0-overview.ipynb", "05-2-state-machine.ipynb"):
-        texts = "\n".join(_run(copy / "notebooks" / name))
-        assert "需要先完成实践 5.1" in texts and "预期输出：\n" in texts, name
-    overview = "\n".join(_run(copy / "notebooks" / "05-0-overview.ipynb"))
-    assert "toolcall_end   #0 read" in overview  # the reference's output, shown as 预期输出
+def test_wrong_roles_are_a_broken_5_1_and_require_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pi_course, "to_provider_messages", lambda context: [{"role": "user"}])
+    with pytest.raises(lesson.StepProblem) as raised:
+        lesson.require("5.3")
+    assert raised.value.problem.step == "5.1" and "['user']" in str(raised.value)
+    lesson.require("5.1", allow_broken=True)  # a broken step does not stop 05-5
 
 
-@pytest.mark.slow
-def test_with_5_1_done_the_state_machine_notebook_names_5_2(tmp_path: Path) -> None:
-    copy = _practice_copy(tmp_path, done={"5.1"})
-    texts = "\n".join(_run(copy / "notebooks" / "05-2-state-machine.ipynb"))
-    assert "需要先完成实践 5.2" in texts and "需要先完成实践 5.1" not in texts
-    assert "0/3" in texts
-    outbound = "\n".join(_run(copy / "notebooks" / "05-1-outbound.ipynb"))
-    assert "需要先完成" not in outbound and "出站转换：1/1 通过" in outbound
+def test_reveal_shows_the_answer_only_after_a_prediction(capsys: pytest.CaptureFixture[str]) -> None:
+    assert not lesson.reveal(..., 4)
+    assert "4" not in capsys.readouterr().out
+    assert lesson.reveal({"b", "a"}, ["a", "b"])
+    assert lesson.reveal(3, 3)
+    assert not lesson.reveal("x", "y")
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0].startswith("你的预测：{") and printed[1:3] == ["实际结果：['a', 'b']", "✓ 一样"]
+    assert printed[-1].startswith("✗ 不一样")
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("done", [{"5.1", "5.2"}, {"5.1", "5.2", "5.3"}], ids=["5.3-pending", "5.4-starter"])
-def test_the_networked_notebooks_run_at_the_later_stages(tmp_path: Path, done: set[str]) -> None:
-    copy = _practice_copy(tmp_path, done=done)
-    for name in ("05-0-overview.ipynb", "05-4-http-and-redaction.ipynb"):
-        texts = "\n".join(_run(copy / "notebooks" / name))
-        if "5.3" not in done:
-            assert "需要先完成实践 5.3" in texts, name
+def test_adapter_state_finds_the_tool_slot_line_as_written_broken_and_restored(tmp_path: Path) -> None:
+    reference = (ROOT / "pi_course" / "adapter.py").read_text(encoding="utf-8")
+    as_written = breakit.adapter_state(ROOT / "pi_course" / "adapter.py")
+    assert as_written.state == "as-written" and "len(content)" in as_written.text
+    assert "把这里的 len(…) 改成 chunk.index" in as_written.describe()
+    assert as_written.describe(restoring=True).startswith("已恢复：pi_course/adapter.py 第")
+    edited = tmp_path / "adapter.py"
+    lines = reference.splitlines(keepends=True)
+    assert as_written.line is not None
+    lines[as_written.line - 1] = lines[as_written.line - 1].replace("len(content)", "chunk.index")
+    edited.write_text("".join(lines), encoding="utf-8")
+    broken = breakit.adapter_state(edited)
+    assert (broken.state, broken.line) == ("broken", as_written.line)
+    assert broken.describe(restoring=True).startswith("还是改坏的：")
+    edited.write_text('raise NotImplementedError("Lab 5.2")\n', encoding="utf-8")
+    assert breakit.adapter_state(edited).state == "unknown"
+    assert breakit.adapter_state(tmp_path / "missing.py").state == "unknown"

@@ -248,7 +248,8 @@ def test_check_inside_a_copys_subfolders_checks_the_copy(completed: Path, tmp_pa
 @pytest.mark.slow
 def test_json_record_of_a_fresh_copy(new_practice: Path, tmp_path: Path) -> None:
     result = cli("check", "05", "--json", "--path", str(new_practice), cwd=tmp_path)
-    assert (result.returncode, result.stderr) == (1, "")
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [f"第 05 章：未完成——{RED_LIGHT}"]  # the text, on stderr
     assert json_record(result) == {
         "name": "lab", "path": str(new_practice), "status": "incomplete", "focused": FOCUSED_NONE,
         "focused_passed": 0, "focused_total": 11, "beyond_passed": 0, "beyond_total": 0,
@@ -259,7 +260,9 @@ def test_json_record_of_a_fresh_copy(new_practice: Path, tmp_path: Path) -> None
 @pytest.mark.slow
 def test_json_record_of_a_done_copy(completed: Path, tmp_path: Path) -> None:
     result = cli("check", "05", "--json", "--path", str(completed), cwd=tmp_path)
-    assert (result.returncode, result.stderr) == (0, "")
+    assert result.returncode == 0
+    assert result.stderr.splitlines()[0] == "出站转换：1/1 通过"
+    assert result.stderr.splitlines()[-1] == "第 05 章：完成"
     record = json_record(result)
     assert record.pop("beyond_passed") == record.pop("beyond_total")
     assert record == {
@@ -278,8 +281,9 @@ def test_json_record_of_a_copy_that_does_not_import(completed: Path, tmp_path: P
         cli("check", "05", "--json", "--path", str(completed), cwd=tmp_path),
         cli("check", "05", "--json", cwd=completed),
     ):
-        assert result.returncode == 1 and result.stderr == ""
+        assert result.returncode == 1
         record = json_record(result)
+        assert result.stderr.splitlines() == [f"第 05 章：未完成——{record['first_failure']}"]
         first = record.pop("first_failure")
         assert isinstance(first, str) and first.startswith("pi_course/sse.py 第 ")
         assert "SyntaxError: expected ':'（pi_course 无法导入）" in first
@@ -292,8 +296,9 @@ def test_json_record_of_a_copy_that_does_not_import(completed: Path, tmp_path: P
 @pytest.mark.slow
 def test_json_record_of_a_folder_that_is_not_a_copy(tmp_path: Path) -> None:
     result = cli("check", "05", "--json", "--path", str(tmp_path), cwd=tmp_path)
-    assert (result.returncode, result.stderr) == (2, "")
+    assert result.returncode == 2
     record = json_record(result)
+    assert result.stderr.splitlines() == [record["first_failure"]]
     assert record["status"] == "not-a-copy" and record["path"] == str(tmp_path)
     assert "不是练习副本" in str(record["first_failure"])
 

@@ -196,7 +196,7 @@ def test_a_copy_past_its_bound_is_stopped_with_everything_it_started(tmp_path: P
     )
     before = tree_digest(copy)
     started = time.monotonic()
-    graded = grade_one(Source("loop", copy, "folder"), 3, stand_in(script), report=stand_in("record('done')"))
+    graded = grade_one(Source("loop", copy, "folder"), 3, stand_in(script))
     assert time.monotonic() - started < 30
     assert graded.record["status"] == "timeout"
     assert graded.record["first_failure"].startswith("超过 3 秒没有结束")
@@ -238,7 +238,7 @@ loop = (
     "while True: time.sleep(0.1)\\n"
 )
 try:
-    grade(discover([{str(tmp_path / "class")!r}]), jobs=2, timeout=600, report=None,
+    grade(discover([{str(tmp_path / "class")!r}]), jobs=2, timeout=600,
           command=lambda copy: [sys.executable, "-c", loop, str(copy)])
 except KeyboardInterrupt:
     sys.exit(130)
@@ -272,7 +272,7 @@ def test_the_check_runs_on_a_temporary_copy(tmp_path: Path) -> None:
         "open(os.path.join(root, 'pi_course', '__init__.py'), 'w').write('overwritten')\n"
         "record('incomplete', ','.join(sorted(os.listdir(root)) + sorted(os.listdir(os.path.join(root, 'pi_course')))))\n"
     )
-    graded = grade_one(Source("ada", copy, "folder"), 30, stand_in(script), report=None)
+    graded = grade_one(Source("ada", copy, "folder"), 30, stand_in(script))
     assert graded.record["first_failure"] == "pi_course,tests,__init__.py"  # no .venv, no link
     assert graded.record["path"] == str(copy) and graded.record["name"] == "ada"
     assert tree_digest(copy) == before
