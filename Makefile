@@ -68,7 +68,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/grade.py
 
 browser: $(STAMP)
-	$(BIN)/python -m pytest -q -m browser tests
+	$(BIN)/python -m pytest -q -m "browser and not lite" tests
 
 # The sdist and the wheel, into dist/ (what .github/workflows/release.yml publishes).
 dist: $(STAMP)
@@ -82,6 +82,7 @@ lite: $(STAMP)
 # Builds the site, then drives it in Chromium with every host but loopback unresolvable.
 lite-test: lite
 	$(BIN)/python -m pytest -q -m lite -p no:randomly tests/browser/test_lite.py
+	@cat build/lite-bench.json
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache

@@ -212,12 +212,13 @@ class PayloadReading:
     async def events(self, events: AsyncIterable[SSEEvent]) -> AsyncIterator[SSEEvent]:
         """The events the chapter's reader gets: [DONE] exact, annotations skipped, payloads read."""
         async for event in events:
-            if event.data.strip() == DONE:
+            data = event.data
+            if data == DONE or (len(data) < 20 and data.strip() == DONE):  # no copy of every payload
                 self.end()
-                yield event if event.data == DONE else SSEEvent(DONE, event.event, event.id)
+                yield event if data == DONE else SSEEvent(DONE, event.event, event.id)
                 continue
             try:
-                payload = json.loads(event.data)
+                payload = json.loads(data)
             except ValueError:
                 yield event  # the chapter's reader says it is not JSON
                 continue
@@ -238,7 +239,9 @@ class PayloadReading:
 
     def read(self, payload: dict[str, object]) -> bool | None:
         """Read one payload in place: True when changed, None when it is to be skipped."""
-        self.report.note_usage(payload.get("usage"))
+        usage = payload.get("usage")
+        if usage is not None:
+            self.report.note_usage(usage)
         citations = payload.get("citations")
         if isinstance(citations, list):
             self.report.at_least("citations", len(citations))
@@ -254,7 +257,8 @@ class PayloadReading:
         if len(choices) != 1 or not isinstance(choices[0], dict):
             return False
         choice: dict[str, object] = choices[0]
-        if "index" in choice:
+        index = choice.get("index", 0)
+        if type(index) is not int or index != 0:  # only choice 0 is read: check why not
             index = _index(choice["index"])
             if index is None:
                 raise InvalidProviderChunk("choices[0].index must be a non-negative safe integer")
@@ -274,7 +278,9 @@ class PayloadReading:
         if not isinstance(delta, dict):
             return changed
         changed = self._delta(delta) or changed
-        self._finish_order(choice.get("finish_reason"), delta)
+        finish_reason = choice.get("finish_reason")
+        if finish_reason is not None or self.finish_reason is not None:
+            self._finish_order(finish_reason, delta)
         return changed
 
     def _annotation(self, payload: dict[str, object], rejection: str) -> bool | None:

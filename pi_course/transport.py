@@ -72,12 +72,12 @@ class OpenAICompatibleTransport:
     ``await transport.aclose()`` or use ``async with OpenAICompatibleTransport(...) as t:``.
     A client you pass in stays yours to close.
 
-    ``strict=True`` (the default) is the chapter's reader: every payload must carry something the
-    course reads. ``strict=False`` additionally skips payloads that carry nothing the course
-    reads — empty ``choices`` without usage (Azure OpenAI's ``prompt_filter_results`` chunk,
-    OpenAI's ``moderation`` chunk) and a choice with neither ``delta`` nor ``finish_reason``
-    (Azure's content-filter annotations) — and validates everything else identically. Use it
-    for real providers; the lessons and the focused tests use the default.
+    ``strict=True`` (the default) is the chapter's reader. ``strict=False`` is real-provider mode:
+    the given reading (:mod:`pi_course.reading`) first reads what the provider meant (a finish
+    reason without ``delta``, whole tool calls without ``index``, array ``content``) and skips
+    payloads with nothing readable (Azure's filter annotations, OpenAI's ``moderation`` chunk);
+    the chapter's checks then run unchanged. Use it for real providers; the lessons and the
+    focused tests use the default.
     """
 
     def __init__(

@@ -188,7 +188,7 @@ async def test_dropped_connection_ends_in_one_error_event() -> None:
 @pytest.mark.step("5.3")
 async def test_in_stream_error_payload_ends_in_one_error_event() -> None:
     """流内的 error payload：恰好一个 error 终态，partial 保留
-    下一步：pi_course/sse.py 的 parse_payload()：没有 choices 数组的 payload 是一个错误，不能被当成空数据跳过
+    下一步：pi_course/adapter.py：transport 抛出的任何异常（这里是给定代码读到的 provider error）都要变成唯一的 error 终态，partial 保留
     """
 
     def respond(request: httpx.Request) -> httpx.Response:

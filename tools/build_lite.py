@@ -345,6 +345,11 @@ def main() -> int:
         for name in PYODIDE_RUNTIME:
             shutil.copy2(runtime / name, static / name)
         missing = write_lock(runtime, all_wheels, static)
+    # Icon fonts in legacy formats (SVG, EOT, TTF) beside a WOFF2 of the same name: the browsers
+    # this edition supports (Chromium family) only ever load the WOFF2; 2.5 MB saved.
+    for font in output.glob("build/*.*"):
+        if font.suffix in (".svg", ".eot", ".ttf") and font.with_suffix(".woff2").is_file():
+            font.unlink()
     # The PyPI shims the kernel extension carries are served from the lock instead.
     for stray in output.glob("extensions/@jupyterlite/pyodide-kernel-extension/static/pypi"):
         shutil.rmtree(stray)

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..chapter.steps import BEYOND_TEST, STEPS, Step
+from . import inkernel
 from .import_failure import (
     CHECK_COMMAND,
     ERROR_LINE,
@@ -151,6 +152,8 @@ def _environment(root: Path, progress: Path | None = None) -> dict[str, str]:
 
 def _run(command: list[str], root: Path, env: dict[str, str]) -> tuple[int | None, str]:
     """Run pytest with a bound on the whole process (``None``: stopped); on Ctrl-C stop it, re-raise."""
+    if inkernel.in_browser():  # no subprocesses in a browser: pytest runs in the kernel
+        return inkernel.run_pytest(command, root, env)
     process = subprocess.Popen(
         command, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
@@ -170,6 +173,8 @@ def _run(command: list[str], root: Path, env: dict[str, str]) -> tuple[int | Non
 def _probe(root: Path) -> Report | None:
     """Import the tree's ``pi_course`` alone: a red light before any test runs, else ``None``."""
     env = _environment(root)
+    if inkernel.in_browser():  # no subprocesses in a browser: the probe runs in the kernel
+        return _probe_verdict(*inkernel.run_code(_PROBE, root, env), root)
     process = subprocess.Popen(
         [sys.executable, "-c", _PROBE], cwd=root, env=env,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -189,7 +194,11 @@ def _probe(root: Path) -> Report | None:
         process.kill()
         process.wait()
         raise
-    if process.returncode != 0:
+    return _probe_verdict(process.returncode, stdout, stderr, root)
+
+
+def _probe_verdict(returncode: int, stdout: str, stderr: str, root: Path) -> Report | None:
+    if returncode != 0:
         return Report({}, import_failure_from_text(stderr, root), import_error=True)
     if stdout.strip():
         return Report({}, f"第一次红灯：{stdout.strip()}。先完成实践 5.1 的两个类型。")

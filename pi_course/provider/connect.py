@@ -73,10 +73,10 @@ def connect(model: str | None = None, *, env: Mapping[str, str] | None = None) -
     Without ``PI_COURSE_BASE_URL`` it talks to the embedded local provider (see
     :func:`local_model`), whose scripts are chosen by model name (``"mainline"`` by default).
 
-    With ``PI_COURSE_BASE_URL`` set, the transport is built with ``strict=False``: real providers
-    send payloads that carry nothing the course reads (an empty ``choices`` list, a choice with
-    neither ``delta`` nor ``finish_reason``), which the chapter's strict reader would reject; every
-    other payload is validated exactly as in the chapter. The local path stays strict.
+    With ``PI_COURSE_BASE_URL`` set, the transport is built with ``strict=False``, real-provider
+    mode: what a provider meant is read before the chapter's checks (a finish reason without
+    ``delta``, whole tool calls without ``index``, array ``content``; annotations skipped), see
+    :mod:`pi_course.reading`. The local path stays strict.
 
     A malformed ``PI_COURSE_BASE_URL``, or one without a model to ask for, raises
     :class:`ConfigurationError` (a ``ValueError``) naming the variable. Close the transport's HTTP

@@ -1,0 +1,161 @@
+"""``check`` run inside the interpreter (the browser edition's runner), on CPython.
+
+In Pyodide ``check`` cannot start a subprocess: ``pi_course.course.inkernel`` runs the probe and
+pytest in the kernel. Here that path is forced (``in_browser`` patched) and compared with the
+subprocess runner on the same trees: the same lines, the same verdict, for the reference, a fresh
+practice copy (the first red light), a learner's solution, and typical mistakes (one caught by the
+asyncio time bound). Afterwards the kernel's own modules, ``sys.path`` and environment are back.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from learners import apply, mistake
+
+import pi_course
+from pi_course.course import check as check_module
+from pi_course.course import inkernel
+
+pytestmark = pytest.mark.slow  # the comparison runs the subprocess runner too
+
+ROOT = Path(__file__).parents[2]
+
+
+@pytest.fixture(scope="module")
+def starter(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    copy = tmp_path_factory.mktemp("starter") / "lab"
+    result = subprocess.run(
+        [sys.executable, "-m", "pi_course", "practice", "05", str(copy)],
+        cwd=ROOT, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return copy
+
+
+def both_ways(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], path: Path, **options: object
+) -> tuple[tuple[bool, str], tuple[bool, str]]:
+    """``check(path=…)``'s verdict and printed lines: by subprocess, then in this interpreter."""
+    results = []
+    for browser in (False, True):
+        with monkeypatch.context() as patch:
+            patch.setattr(inkernel, "in_browser", lambda browser=browser: browser)
+            if browser:
+                patch.setattr(subprocess, "Popen", refuse)
+                patch.setattr(subprocess, "run", refuse)
+            ok = check_module.check(path=path, **options)  # type: ignore[arg-type]
+        results.append((ok, capsys.readouterr().out))
+    return results[0], results[1]
+
+
+def refuse(*args: object, **kwargs: object) -> None:
+    raise AssertionError("the in-kernel runner started a subprocess")
+
+
+def test_the_reference_passes_the_same_way(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    by_subprocess, in_kernel = both_ways(monkeypatch, capsys, ROOT)
+    assert in_kernel == by_subprocess
+    assert in_kernel[0] is True and "第 05 章聚焦测试：11/11" in in_kernel[1]
+
+
+def test_a_fresh_copy_gets_the_same_first_red_light(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], starter: Path
+) -> None:
+    by_subprocess, in_kernel = both_ways(monkeypatch, capsys, starter)
+    assert in_kernel == by_subprocess
+    assert in_kernel[0] is False and "第一次红灯" in in_kernel[1]
+
+
+def test_a_learners_solution_passes_the_course_and_beyond_checks_the_same_way(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], starter: Path, tmp_path: Path
+) -> None:
+    copy = tmp_path / "ada"
+    shutil.copytree(starter, copy)
+    apply(copy, "ada")
+    by_subprocess, in_kernel = both_ways(monkeypatch, capsys, copy, beyond=True)
+    assert in_kernel == by_subprocess
+    assert in_kernel[0] is True and "第 05 章聚焦测试：11/11" in in_kernel[1]
+
+
+@pytest.mark.parametrize(
+    ("module", "correct", "wrong", "line"),
+    [
+        (
+            "adapter.py",
+            '"slot": len(self.content)}',
+            '"slot": chunk.index}',
+            "normalized transport 状态机：2/3 未通过",
+        ),
+        (  # a read that ignores abort hangs: cancelled by the asyncio time bound, no signal needed
+            "transport.py",
+            "yield race.iterate(response.aiter_bytes())",
+            "yield response.aiter_bytes()",
+            "      超过 2 秒没有结束：被阻塞的读取没有被 abort 信号打断",
+        ),
+    ],
+)
+def test_a_mistake_reads_the_same_in_kernel(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    starter: Path,
+    tmp_path: Path,
+    module: str,
+    correct: str,
+    wrong: str,
+    line: str,
+) -> None:
+    copy = tmp_path / "ada"
+    shutil.copytree(starter, copy)
+    apply(copy, "ada")
+    mistake(copy, module, correct, wrong)
+    monkeypatch.setenv("PI_COURSE_TEST_TIMEOUT", "2")
+    by_subprocess, in_kernel = both_ways(monkeypatch, capsys, copy)
+    assert in_kernel == by_subprocess
+    assert in_kernel[0] is False
+    assert any(printed.startswith(line) for printed in in_kernel[1].splitlines()), in_kernel[1]
+
+
+def test_the_kernels_own_modules_path_and_environment_are_put_back(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], starter: Path
+) -> None:
+    def tree_modules() -> dict[str, object]:
+        roots = ("pi_course", "conftest", "test_05_provider_adapter", "test_05_beyond")
+        return {name: module for name, module in sys.modules.items() if name.split(".")[0] in roots}
+
+    modules = tree_modules()
+    path, environ = list(sys.path), dict(os.environ)
+    monkeypatch.setattr(inkernel, "in_browser", lambda: True)
+    check_module.check("5.1", path=starter)
+    assert "第一次红灯" in capsys.readouterr().out
+    assert tree_modules() == modules  # the same module objects: the run's own are gone
+    assert sys.modules["pi_course"] is pi_course
+    assert (sys.path, dict(os.environ)) == (path, environ)
+
+
+def test_the_tree_under_test_is_imported_not_the_kernels(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    (tree / "pi_course").mkdir(parents=True)
+    (tree / "pi_course" / "__init__.py").write_text("WHERE = 'the tree under test'\n")
+    status, out, err = inkernel.run_code(
+        "import os, pi_course; print(pi_course.WHERE, os.environ['MARK'])", tree, {"MARK": "env"}
+    )
+    assert (status, out, err) == (0, "the tree under test env\n", "")
+    assert sys.modules["pi_course"] is pi_course
+
+
+def test_probe_failures_and_exits_are_reported_like_a_process(tmp_path: Path) -> None:
+    status, _, err = inkernel.run_code("import nothing_here_at_all", tmp_path, {})
+    assert (
+        status == 1 and err.splitlines()[-1] == "ModuleNotFoundError: No module named 'nothing_here_at_all'"
+    )
+    assert inkernel.run_code("raise SystemExit(3)", tmp_path, {})[0] == 3
+    with pytest.raises(ValueError, match="python -m pytest"):
+        inkernel.pytest_arguments(["python", "-c", "pass"])
