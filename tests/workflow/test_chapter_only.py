@@ -83,6 +83,7 @@ def chapter_only_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return copy
 
 
+@pytest.mark.slow
 def test_the_chapter_only_learner_passes_the_course(chapter_only_copy: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "pi_course", "check", "05"],
@@ -92,6 +93,7 @@ def test_the_chapter_only_learner_passes_the_course(chapter_only_copy: Path) -> 
     assert "第 05 章聚焦测试：11/11" in result.stdout
 
 
+@pytest.mark.slow
 def test_the_chapter_only_learner_reads_every_recording_as_the_reference(chapter_only_copy: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-c", READ_EVERY_RECORDING],
