@@ -347,7 +347,7 @@ def test_practice_first_red_light_then_a_learners_solution_gets_11_of_11(
         )
         assert stored == files
 
-        # The whole check, as README's browser section says: a cell with check() in a practice notebook.
+        # The whole check, as README's browser section says: check(beyond=True) in a practice notebook.
         cells = page.evaluate(
             script(
                 """async () => {
@@ -358,7 +358,7 @@ def test_practice_first_red_light_then_a_learners_solution_gets_11_of_11(
                   notebook.activeCellIndex = last;
                   await app.commands.execute('notebook:insert-cell-below');
                   notebook.activeCell.model.sharedModel.setSource(
-                    'from pi_course.course.check import check\\nok = check()');
+                    'from pi_course.course.check import check\\nok = check(beyond=True)');
                   await app.commands.execute('notebook:run-cell');
                   return OUTPUTS(panel);
                 }"""
@@ -372,6 +372,10 @@ def test_practice_first_red_light_then_a_learners_solution_gets_11_of_11(
     assert printed[: len(lines) + 1] == [*lines, f"第 05 章聚焦测试：{CHAPTER_TOTAL}/{CHAPTER_TOTAL}"], (
         printed
     )
+    # check(beyond=True) is the command line's `check 05`: the beyond checks too, all passing.
+    beyond = next(line for line in printed if line.startswith("本章之外的检查："))
+    passed, total = beyond.removeprefix("本章之外的检查：").split("：")[0].split("/")
+    assert passed == total and int(total) >= 5, "\n".join(printed)
 
 
 def test_no_request_left_loopback(site: Site, browser: Browser) -> None:
