@@ -3,8 +3,8 @@
 Copies are built from the independent learners' code (``tests/workflow/learners/``), never from
 the reference: fresh; after 5.1; after 5.1 and 5.2; after 5.1-5.3 (only the 5.3 functions of a
 learner's ``transport.py``, so the 5.4 starters stay); and complete with each typical mistake.
-Each copy's notebooks run under ``--nbval-lax`` in one pytest process (two copies at a time), with
-a small plugin that records every cell's outputs. Then, per copy: nbval-lax passed, no output holds
+Each stage is its own test (so pytest-xdist spreads them over the cores); its copy's notebooks run
+under ``--nbval-lax`` in one pytest process, with a small plugin that records every cell's outputs. Then, per copy: nbval-lax passed, no output holds
 a traceback, a cell that needs a missing step said which one, and each checkpoint cell names its
 step (passed, or not yet).
 """
@@ -19,7 +19,6 @@ import shutil
 import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -160,31 +159,31 @@ def run_notebooks(copy: Path) -> Run:
     return Run(result.returncode, result.stdout[-6000:] + result.stderr[-2000:], cells, seconds)
 
 
-def build_and_run(base: Path) -> dict[str, Run]:
-    """Every stage's copy, from one starter; their notebooks run two copies at a time (two cores)."""
-    starter = base / "starter"
+@pytest.fixture(scope="session")
+def starter(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One fresh practice copy per test process; every stage copies it."""
+    folder = tmp_path_factory.mktemp("stages") / "starter"
     made = subprocess.run(
-        [sys.executable, "-m", "pi_course", "practice", "05", str(starter)],
+        [sys.executable, "-m", "pi_course", "practice", "05", str(folder)],
         cwd=ROOT,
         capture_output=True,
         text=True,
     )
     assert made.returncode == 0, made.stderr
-    copies = {}
-    for name, stage in STAGES.items():
-        copy = base / name
-        shutil.copytree(starter, copy)
-        apply_steps(copy, stage.learner, stage.done)
-        if stage.mistake:
-            mistake(copy, *stage.mistake)
-        copies[name] = copy
-    started = time.monotonic()
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        results = dict(zip(copies, pool.map(run_notebooks, copies.values()), strict=True))
-    wall = time.monotonic() - started
-    print(f"\nstage matrix: {len(copies)} copies in {wall:.1f} s wall ("
-          + ", ".join(f"{name} {run.seconds:.1f} s" for name, run in results.items()) + ")")  # fmt: skip
-    return results
+    return folder
+
+
+def build_and_run(starter: Path, base: Path, name: str) -> Run:
+    """One stage's copy, made from the starter, and its notebooks run under nbval-lax."""
+    stage = STAGES[name]
+    copy = base / name
+    shutil.copytree(starter, copy)
+    apply_steps(copy, stage.learner, stage.done)
+    if stage.mistake:
+        mistake(copy, *stage.mistake)
+    run = run_notebooks(copy)
+    print(f"\nstage {name}: notebooks ran in {run.seconds:.1f} s")
+    return run
 
 
 def problems(name: str, run: Run) -> list[str]:
@@ -237,14 +236,20 @@ def problems(name: str, run: Run) -> list[str]:
     return found
 
 
-def test_every_notebook_at_every_stage_runs_to_its_end_and_names_what_is_missing(tmp_path: Path) -> None:
-    runs = build_and_run(tmp_path)
-    found = {name: problems(name, run) for name, run in runs.items()}
-    # 05-5 reads the learner's own adapter: the mistake copy's line is the broken one.
-    broken = runs["index-as-slot"].outputs("05-5")
-    if not ("已改坏：pi_course/adapter.py 第" in broken and "normalized transport 状态机：2/3" in broken):
-        found["index-as-slot"].append(f"05-5 did not find the broken line or the 2/3: {broken[:800]}")
-    if "原样：pi_course/adapter.py 第" not in runs["5.1-5.2"].outputs("05-5"):
-        found["5.1-5.2"].append("05-5 did not find the learner's tool-slot line as written")
-    failed = {name: lines for name, lines in found.items() if lines}
-    assert not failed, "\n\n".join(f"[{name}]\n" + "\n".join(lines) for name, lines in failed.items())
+# 05-5 reads the learner's own adapter: what it must find there, per stage.
+BREAK_IT = {
+    "index-as-slot": ("已改坏：pi_course/adapter.py 第", "normalized transport 状态机：2/3"),
+    "5.1-5.2": ("原样：pi_course/adapter.py 第",),
+}
+
+
+@pytest.mark.parametrize("name", list(STAGES))
+def test_every_notebook_at_this_stage_runs_to_its_end_and_names_what_is_missing(
+    name: str, starter: Path, tmp_path: Path
+) -> None:
+    run = build_and_run(starter, tmp_path, name)
+    found = problems(name, run)
+    break_it = run.outputs("05-5")
+    if not all(text in break_it for text in BREAK_IT.get(name, ())):
+        found.append(f"05-5 did not find {BREAK_IT[name]}: {break_it[:800]}")
+    assert not found, f"[{name}]\n" + "\n".join(found)
