@@ -143,7 +143,7 @@ MISTAKES = {
         "self.streaming.with_content(tuple(self.content))",
         "self.streaming.with_content(self.content)",
         ["  ✗ test_normalized_transport_orders_content_by_first_appearance_with_tool_index_4_2 — 下一步：看 "
-         "pi_course/adapter.py 的 _events()：content 槽位",
+         "pi_course/adapter.py 的 _events()：partial.content 是 list，不是 tuple",
          "      实际 [0]：[ToolCall(id='call-read'",
          "      期望 [0]：()",
          "      （类型不同：实际是 list，期望是 tuple）"],
