@@ -31,6 +31,8 @@ _BEGIN = re.compile(
 )
 _END = re.compile(r"^\s*# END LAB (?P<step>\d\.\d)(?: REMOVE)?$")
 _LABELS = {step.number: step.label for step in STEPS}
+# The comment on a generator stub's `if False: yield` (LEARNING.md says the same in Chinese).
+GENERATOR_NOTE = "never runs: it only keeps this a generator (harmless if left in)"
 
 
 class PracticeError(Exception):
@@ -89,7 +91,9 @@ def _replacement(begin: re.Match[str], region: list[str]) -> list[str]:
         return [f"{indent}{begin['starter']}  # starter: Lab {step} replaces this line\n"]
     stub = [f'{indent}raise NotImplementedError("Lab {step} {_LABELS[step]} 尚未实现")\n']
     if any(re.search(r"\byield\b", line) for line in region):
-        stub.append(f"{indent}yield  # unreachable; keeps this function a generator\n")
+        # A bare `yield` after the raise made a learner who replaced only the raise yield one extra
+        # None. Behind `if False:` the line keeps the function a generator and is harmless if kept.
+        stub.append(f"{indent}if False:  # {GENERATOR_NOTE}\n{indent}    yield\n")
     return stub
 
 

@@ -6,7 +6,8 @@ A test that reaches a stub through the adapter only sees an ``error`` event sayi
 - a *stub*: the body still raises the starter's ``NotImplementedError("Lab 5.x …")``;
 - a *left-over yield*: the learner replaced the ``raise`` but kept the stub's last line, the bare
   ``yield`` that only made the stub a generator. After real code it yields once more (a ``None``
-  chunk, or ``generator didn't stop`` from ``@asynccontextmanager``).
+  chunk, or ``generator didn't stop`` from ``@asynccontextmanager``). New copies put that line
+  behind ``if False:``, harmless when kept; copies made earlier still have the bare form.
 """
 
 from __future__ import annotations

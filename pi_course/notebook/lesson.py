@@ -108,17 +108,20 @@ def final_message(events: Sequence[ModelEvent]) -> AssistantMessage:
     raise ValueError(f"the stream has not ended: its last event is {last.type}")
 
 
-def reveal(prediction: object, actual: object) -> bool:
-    """An exercise's answer only after the learner wrote a prediction (``...`` means not yet)."""
+def reveal(prediction: object, actual: object) -> None:
+    """An exercise's answer only after the learner wrote a prediction (``...`` means not yet).
+
+    It prints and returns nothing: as a cell's last line it must add no ``Out[]`` (a bare
+    ``False`` under "先把 ... 换成你的预测" read as a verdict on a prediction not yet made).
+    """
     if prediction is ...:
         print("先把 ... 换成你的预测，再运行这一格（参考答案在下面折叠的「对照答案」里）。")
-        return False
+        return
     same = prediction == actual or (isinstance(prediction, set | frozenset) and prediction == set(actual))  # type: ignore[call-overload]
     shown = sorted(actual) if isinstance(actual, set | frozenset) else actual
     print(f"你的预测：{prediction!r}")
     print(f"实际结果：{shown!r}")
     print("✓ 一样" if same else "✗ 不一样：对照提示再想一想，哪里和你想的不同？")
-    return same
 
 
 # --- the reference outputs a practice copy shows ---------------------------------------------------

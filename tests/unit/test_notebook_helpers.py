@@ -199,13 +199,15 @@ def test_wrong_roles_are_a_broken_5_1_and_require_names_it(monkeypatch: pytest.M
 
 
 def test_reveal_shows_the_answer_only_after_a_prediction(capsys: pytest.CaptureFixture[str]) -> None:
-    assert not lesson.reveal(..., 4)
-    assert "4" not in capsys.readouterr().out
-    assert lesson.reveal({"b", "a"}, ["a", "b"])
-    assert lesson.reveal(3, 3)
-    assert not lesson.reveal("x", "y")
+    assert lesson.reveal(..., 4) is None  # nothing for a cell's Out[]
+    unanswered = capsys.readouterr().out
+    assert unanswered.startswith("先把 ... 换成你的预测") and "4" not in unanswered
+    lesson.reveal({"b", "a"}, ["a", "b"])
+    lesson.reveal(3, 3)
+    lesson.reveal("x", "y")
     printed = capsys.readouterr().out.splitlines()
     assert printed[0].startswith("你的预测：{") and printed[1:3] == ["实际结果：['a', 'b']", "✓ 一样"]
+    assert printed[3:6] == ["你的预测：3", "实际结果：3", "✓ 一样"]
     assert printed[-1].startswith("✗ 不一样")
 
 
