@@ -1,11 +1,13 @@
-"""Two pictures for the notebooks: SVG for a trusted notebook, the same picture as PNG for any other.
+"""Two pictures for the notebooks: drawn as SVG, shown as the PNG rendered from it (any frontend).
 
 JupyterLab renders neither inline SVG in HTML nor ``image/svg+xml`` from an untrusted notebook
 (a fresh clone, a practice copy); it does render PNG. So each diagram is displayed as a bundle of
-``image/svg+xml`` (preferred where trusted), ``image/png`` (rendered from that SVG by
-``tools/render_diagrams.py`` and shipped in ``images/``) and a text picture for any other
-frontend. The SVG is a standalone image: its colours are fixed (dark on a white card), readable in
-the light and the dark theme alike. Each PNG records the SHA-256 of the SVG it was drawn from, so a
+``image/png`` (rendered from the SVG by ``tools/render_diagrams.py`` and shipped in ``images/``)
+and a text picture for any other frontend. The SVG goes in only when no PNG is shipped: where
+trusted, JupyterLab prefers it, draws it as an ``<img>`` of its full width with no ``max-width``,
+and cuts the overview's right edge off in a narrow output area; the PNG scales down. The SVG is
+a standalone image: its colours are fixed (dark on a white card), readable in the light and the
+dark theme alike. Each PNG records the SHA-256 of the SVG it was drawn from, so a
 test can tell when it is stale.
 """
 
@@ -55,11 +57,13 @@ class Diagram:
     def _repr_mimebundle_(
         self, include: Any = None, exclude: Any = None
     ) -> tuple[dict[str, str], dict[str, Any]]:
-        data = {"image/svg+xml": self.svg, "text/plain": self.text}
+        data = {"text/plain": self.text}
         metadata: dict[str, Any] = {}
-        if self.png_path.exists():
+        if self.png_path.exists():  # drawn in trusted and untrusted notebooks, scaled to fit
             data["image/png"] = base64.b64encode(self.png_path.read_bytes()).decode("ascii")
             metadata["image/png"] = {"width": self.width}
+        else:
+            data["image/svg+xml"] = self.svg
         return data, metadata
 
     def __repr__(self) -> str:
