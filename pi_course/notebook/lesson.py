@@ -112,10 +112,13 @@ def reveal(prediction: object, actual: object) -> None:
     """An exercise's answer only after the learner wrote a prediction (``...`` means not yet).
 
     It prints and returns nothing: as a cell's last line it must add no ``Out[]`` (a bare
-    ``False`` under "先把 ... 换成你的预测" read as a verdict on a prediction not yet made).
+    ``False`` under "先把 ... 换成你的预测" read as a verdict on a prediction not yet made). A cell
+    with two predictions still unwritten asks once.
     """
     if prediction is ...:
-        print("先把 ... 换成你的预测，再运行这一格（参考答案在下面折叠的「对照答案」里）。")
+        if _session.asked != _session.run or not _session.run:  # once per cell run, not per reveal()
+            print("先把 ... 换成你的预测，再运行这一格（参考答案在下面折叠的「对照答案」里）。")
+        _session.asked = _session.run
         return
     same = prediction == actual or (isinstance(prediction, set | frozenset) and prediction == set(actual))  # type: ignore[call-overload]
     shown = sorted(actual) if isinstance(actual, set | frozenset) else actual
@@ -227,6 +230,8 @@ class _Session:
     source: str = ""
     missing: list[str] = field(default_factory=list)  # steps this kernel has met, in order
     handled: bool = False
+    run: int = 0  # cells run since begin() (0: not in IPython)
+    asked: int = -1  # the run in which reveal() last asked for a prediction
 
 
 _session = _Session()
@@ -251,6 +256,7 @@ def begin() -> None:
 def _before(info: Any) -> None:
     _session.source = getattr(info, "raw_cell", "") or ""
     _session.handled = False
+    _session.run += 1
 
 
 def _after(result: Any) -> None:

@@ -213,6 +213,20 @@ def test_reveal_shows_the_answer_only_after_a_prediction(capsys: pytest.CaptureF
     assert printed[-1].startswith("✗ 不一样")
 
 
+def test_reveal_asks_once_per_cell_run(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class Info:
+        raw_cell = "reveal(a, 1)\nreveal(b, 2)"
+
+    monkeypatch.setattr(lesson, "_session", lesson._Session())  # a kernel's session, undone after
+    for _ in range(2):  # the same cell, run twice: one line each time
+        lesson._before(Info())
+        lesson.reveal(..., 1)
+        lesson.reveal(..., 2)
+        assert capsys.readouterr().out.count("先把 ... 换成你的预测") == 1
+
+
 def test_adapter_state_finds_the_tool_slot_line_as_written_broken_and_restored(tmp_path: Path) -> None:
     reference = (ROOT / "pi_course" / "adapter.py").read_text(encoding="utf-8")
     as_written = breakit.adapter_state(ROOT / "pi_course" / "adapter.py")
