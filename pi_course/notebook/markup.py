@@ -140,7 +140,10 @@ def table(widths: Sequence[str], head: Sequence[str], rows: Sequence[str], css: 
 def aligned(fragment: str) -> str:
     """Inline layout for the static tables: an untrusted notebook drops ``<style>`` but keeps these."""
     fragment = fragment.replace("<table", '<table style="table-layout:fixed;width:100%"')
-    return re.sub(r"<(td|th)\b", r'<\1 style="text-align:left;vertical-align:top"', fragment)
+    # overflow-wrap: break-word is the value JupyterLab's sanitizer keeps; without it a long JSON
+    # payload ran past the column's right edge and was cut off.
+    cell = "text-align:left;vertical-align:top;overflow-wrap:break-word"
+    return re.sub(r"<(td|th)\b", rf'<\1 style="{cell}"', fragment)
 
 
 # --- live pages: one height for every step ------------------------------------------------------

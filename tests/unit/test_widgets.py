@@ -202,7 +202,7 @@ async def test_the_static_table_lists_every_step_with_only_what_it_changed() -> 
     steps = [row.split("</tr>")[0] for row in table.split('<tr class="pi-row">')[1:]]
     assert len(steps) == 11 and all(len(cells(row)) == 4 for row in steps)
     assert "table-layout:fixed" in table and "<colgroup>" in table
-    aligned = '<td style="text-align:left;vertical-align:top"'
+    aligned = '<td style="text-align:left;vertical-align:top;overflow-wrap:break-word"'
     assert static.count("<td") == static.count(aligned)  # an untrusted notebook keeps these
     # step 5: "，再查" joins slot 1 — the row shows slot 1, not the whole content
     changes = cells(steps[5])[3]
