@@ -13,10 +13,7 @@ Screenshots go to build/browser/.
 
 from __future__ import annotations
 
-import os
-import secrets
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -28,6 +25,7 @@ from typing import Any
 import httpx
 import nbformat
 import pytest
+from lab_server import jupyter_lab, lab_environment
 
 pytestmark = pytest.mark.browser
 
@@ -36,12 +34,6 @@ CHROMIUM = Path("/usr/bin/chromium")
 SCREENSHOTS = ROOT / "build" / "browser"
 NOTEBOOKS = sorted(path.name for path in (ROOT / "notebooks").glob("*.ipynb"))
 SKIP = {"notebooks", ".git", ".venv", "build", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass
@@ -80,26 +72,8 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     notification = settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
     notification.parent.mkdir(parents=True)
     notification.write_text('{"fetchNews": "false", "checkForUpdates": false}')  # no news toast
-    port, token = free_port(), secrets.token_hex(16)
-    env = {
-        **os.environ,
-        "JUPYTER_DATA_DIR": str(home / "data"),  # holds the notebook signatures `jupyter trust` writes
-        "JUPYTER_CONFIG_DIR": str(home / "config"),
-        "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
-        "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"),
-        "JUPYTERLAB_SETTINGS_DIR": str(settings),
-    }
-    server = subprocess.Popen(
-        [
-            sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
-            f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={home}",
-            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate", "--LabApp.news_url=None",
-            "--LabApp.extension_manager=readonly", "--LabApp.expose_app_in_browser=True", "--allow-root",
-        ],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
-    try:
+    env = lab_environment(home, settings)  # its data folder holds the signatures `jupyter trust` writes
+    with jupyter_lab(home, env, "--LabApp.extension_manager=readonly") as server:
         # While the server starts: an executed notebook with saved widget state, signed, and a copy
         # that is not. Lab renders widgets only in trusted output (File → Trust Notebook).
         saved = home / "saved" / "steppers.ipynb"
@@ -109,22 +83,8 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         nbformat.write(copy, saved.with_name("untrusted.ipynb"))  # as a fresh clone: never signed here
         trust = [sys.executable, "-m", "jupyter", "trust", str(saved)]
         subprocess.run(trust, env=env, check=True, capture_output=True)
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{base}/api/status", params={"token": token}).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert server.poll() is None and time.monotonic() < deadline, "JupyterLab did not start"
-            time.sleep(0.25)
-        yield Lab(base, token)
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        server.wait_until_up()
+        yield Lab(server.base, server.token)
 
 
 SAVED_STATE_SOURCE = """\

@@ -23,7 +23,6 @@ import gzip
 import importlib.util
 import json
 import shutil
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -34,6 +33,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import pytest
+from lab_server import free_port
 
 from pi_course.chapter.steps import CHAPTER_TOTAL, STEPS
 
@@ -51,12 +51,6 @@ CHECKPOINT_LINES = {
     "05-4-http-and-redaction.ipynb": STEPS[3],
 }
 FIGURES: dict[str, Any] = {}
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass

@@ -9,18 +9,12 @@ go to build/browser/.
 
 from __future__ import annotations
 
-import os
-import secrets
 import shutil
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
+from lab_server import jupyter_lab, lab_environment
 
 pytestmark = pytest.mark.browser
 
@@ -30,12 +24,6 @@ SCREENSHOTS = ROOT / "build" / "browser"
 DIAGRAMS = {"05-0-overview.ipynb": 1, "05-3-sse.ipynb": 1}  # notebook → diagrams it shows
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
     """JupyterLab over copies of the committed notebooks, with a fresh (empty) trust database."""
@@ -43,40 +31,10 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
     (home / "notebooks").mkdir()
     for name in DIAGRAMS:
         shutil.copyfile(ROOT / "notebooks" / name, home / "notebooks" / name)
-    port, token = free_port(), secrets.token_hex(16)
-    env = {
-        **os.environ,
-        "JUPYTER_DATA_DIR": str(home / "data"),  # no signatures: every notebook is untrusted
-        "JUPYTER_CONFIG_DIR": str(home / "config"),
-        "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
-        "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"),
-        "JUPYTERLAB_SETTINGS_DIR": str(home / "settings"),
-    }
-    server = subprocess.Popen(
-        [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
-         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={home}",
-         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate", "--LabApp.news_url=None",
-         "--LabApp.expose_app_in_browser=True", "--allow-root"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{base}/api/status", params={"token": token}).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert server.poll() is None and time.monotonic() < deadline, "JupyterLab did not start"
-            time.sleep(0.25)
-        yield base, token
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
+    env = lab_environment(home)  # no signatures in its data folder: every notebook is untrusted
+    with jupyter_lab(home, env) as server:
+        server.wait_until_up()
+        yield server.base, server.token
 
 
 @pytest.mark.parametrize("theme", ["light", "dark"])
