@@ -41,7 +41,7 @@ from typing import Any
 
 import pytest
 
-CHAPTER_FILES = ("test_05_provider_adapter.py", "test_05_beyond.py")
+CHAPTER_FILES = ("test_05_provider_adapter.py", "test_05_beyond.py", "test_05_rules.py")
 TIMEOUT_VARIABLE = "PI_COURSE_TEST_TIMEOUT"
 PROGRESS_VARIABLE = "PI_COURSE_CHECK_PROGRESS"
 DEFAULT_TIMEOUT = 5.0

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 FOCUSED_TEST = "test_05_provider_adapter.py"  # the chapter's 11 focused tests
 BEYOND_TEST = "test_05_beyond.py"  # the checks beyond the chapter, counted apart
+RULES_TEST = "test_05_rules.py"  # the chapter's rules checked on the learner's own code (chapter/rules.py)
 
 
 @dataclass(frozen=True)

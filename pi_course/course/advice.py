@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 from ..chapter.steps import BEYOND_TEST, FOCUSED_TEST, STEPS, Step
+from .rulestate import broken_rules, rule_name
 from .stubs import Unfinished
 from .testrun import Detail, Report, step_of
 
@@ -74,6 +75,25 @@ SNAPSHOT_HINT = (
     "可变的 content，后来的 delta 改掉了已经发出的快照；每个事件要带一份自己的、不可变的快照（tuple）"
 )
 TOTAL_HINT = "pi_course/adapter.py 的 _normalized()：缺的计数是 0；缺的 total_tokens 是 input + output"
+SLOT_HINT = (
+    "pi_course/adapter.py 的 _events()：content_index 用了 Provider 的 chunk.index——槽位是文本或工具"
+    "第一次出现时的 len(content)，记在 text_content_index 或 ToolBuffer.content_index 里"
+)
+BUFFER_HINT = (
+    "pi_course/adapter.py 的 _events()：后续的参数分片没有找回自己的 ToolBuffer——tool_buffers 以 chunk.index "
+    "为键（dict），不是列表位置，也不是“最后一个工具”"
+)
+CONSUMED_HINT = (
+    "pi_course/transport.py 的 _reads()：httpx 说响应体已经读过（content has already been streamed）——"
+    "读取用 response.aiter_bytes()，它也能读出已经缓冲好的 body；aiter_raw() 读不到，也不要先 aread() 再读"
+)
+# A cause shared by many failures, told by the text of the error: (pattern, next step).
+CAUSE_HINTS = ((re.compile(r"content has already been streamed|StreamConsumed"), CONSUMED_HINT),)
+SHOWN_LINES = (
+    "输入：",
+    "期望：",
+    "实际：",
+)  # a check's own three lines (tests/test_05_rules.py), shown whole
 
 
 def _lookup(table: dict[str, str], name: str) -> str | None:
@@ -190,7 +210,7 @@ def _unfinished_diagnosis(report: Report, name: str, detail: Detail) -> str | No
 
 
 def _snapshot_diagnosis(name: str, detail: Detail) -> str | None:
-    """5.2's usual Python slips, told by the first difference: a shared list, a missing total."""
+    """5.2's usual Python slips, told by the first difference: a shared list, a missing total, an index."""
     difference = detail.difference
     if not name.startswith("test_normalized_transport") or difference is None:
         return None
@@ -198,14 +218,41 @@ def _snapshot_diagnosis(name: str, detail: Detail) -> str | None:
         return SNAPSHOT_HINT
     if str(difference.get("path", "")).endswith("total_tokens"):
         return TOTAL_HINT
+    if name.startswith("test_normalized_transport_orders") and difference.get("path") in ("[0][1]", "[2][1]"):
+        return SLOT_HINT  # the first delta of a tool went to content[chunk.index]
+    if name.startswith("test_normalized_transport_orders") and difference.get("path") in ("[3][1]", "[5][1]"):
+        return BUFFER_HINT  # a later fragment of a tool went to another tool's slot
     return None
+
+
+def cause_of(detail: Detail) -> str | None:
+    """What several failures may share: the error message the code gave, or an exception that escaped."""
+    if detail.timeout is not None:
+        return None
+    if detail.error_messages:
+        return detail.error_messages[0]
+    first = detail.message.splitlines()[0] if detail.message else ""
+    kind = first.split(":", 1)[0]
+    if (
+        kind
+        and kind != "AssertionError"
+        and re.fullmatch(r"[\w.]+(Error|Exception|Consumed|Interrupt)", kind)
+    ):
+        return first
+    return None
+
+
+def _cause_hint(detail: Detail) -> str | None:
+    said = " ".join((detail.message, *detail.error_messages))
+    return next((hint for pattern, hint in CAUSE_HINTS if pattern.search(said)), None)
 
 
 def next_step(report: Report, name: str, *, beyond: bool = False) -> str:
     """What to look at for one failing test: the evidence's diagnosis, else the test's own hint."""
     detail = report.details.get(name, Detail())
     if beyond:
-        return _diagnosis(name, detail) or detail.hint or f"见 tests/{BEYOND_TEST} 中这项检查的说明"
+        evidence = _cause_hint(detail) or _diagnosis(name, detail)
+        return evidence or detail.hint or f"见 tests/{BEYOND_TEST} 中这项检查的说明"
     own = _lookup(HINTS, name) or f"见 tests/{FOCUSED_TEST} 中这项测试"
     evidence = _unfinished_diagnosis(report, name, detail) or _diagnosis(name, detail)
     return f"看 {evidence or _snapshot_diagnosis(name, detail) or own}"
@@ -231,8 +278,9 @@ def failure_lines(report: Report, name: str, *, beyond: bool = False, same_hint:
         if detail.difference is not None:
             decisive += _difference_lines(detail.difference)
         elif detail.message:
-            first = detail.message.splitlines()[0]
-            decisive.append(_shorten(first.removeprefix("AssertionError: "), 2 * WIDTH))
+            lines = [line.removeprefix("AssertionError: ") for line in detail.message.splitlines()]
+            own = [line for line in lines if line.startswith(SHOWN_LINES)]
+            decisive += [_shorten(line, 2 * WIDTH) for line in own] or [_shorten(lines[0], 2 * WIDTH)]
         for message in detail.error_messages:
             decisive.append(f"你的代码发出了 error 事件，error_message：{_shorten(repr(message), 2 * WIDTH)}")
         if detail.where and detail.difference is None:
@@ -256,6 +304,12 @@ def next_step_lines(report: Report, steps: tuple[Step, ...]) -> list[str]:
     lines: list[str] = []
     previous: str | None = None
     hint: str | None
+    for step in steps:
+        if step in unfinished:
+            break
+        broken = broken_rules(report, step.number)
+        if broken:  # a done step whose rules are not all kept comes first, as in the verdict
+            return _rule_lines(report, broken)
     if unfinished:
         first = unfinished[0]
         for name, _ in report.failures:
@@ -269,13 +323,45 @@ def next_step_lines(report: Report, steps: tuple[Step, ...]) -> list[str]:
         if later:
             lines.append(f"  之后还未通过：实践 {'、'.join(later)}（先完成实践 {first.number}）")
         return lines
-    for beyond in report.beyond or ():
-        if report.beyond_state(beyond) == "failed":
-            name = beyond.name
-            detail = report.details.get(name, Detail())
-            hint = next_step(report, name, beyond=True) if detail.hint or _diagnosis(name, detail) else None
-            lines += failure_lines(report, name, beyond=True, same_hint=hint is not None and hint == previous)
-            previous = hint
+    failed = [beyond.name for beyond in report.beyond or () if report.beyond_state(beyond) == "failed"]
+    return _grouped(report, failed)
+
+
+def _grouped(report: Report, names: list[str]) -> list[str]:
+    """Failing checks, each with its details; checks failing for one cause are told once, under it."""
+    lines: list[str] = []
+    previous: str | None = None
+    causes: dict[str, list[str]] = {}
+    for name in names:
+        cause = cause_of(report.details.get(name, Detail()))
+        if cause is not None:
+            causes.setdefault(cause, []).append(name)
+    told: set[str] = set()
+    for name in names:
+        detail = report.details.get(name, Detail())
+        cause = cause_of(detail)
+        if cause is not None and cause in told:
+            continue
+        hint = next_step(report, name, beyond=True)
+        lines += failure_lines(report, name, beyond=True, same_hint=hint == previous)
+        previous = hint
+        others = causes.get(cause, []) if cause is not None else []
+        if len(others) > 1:
+            told.add(cause)  # type: ignore[arg-type]
+            rest = [report.details.get(other, Detail()).label or other for other in others[1:]]
+            lines.append(
+                f"      同一原因（{_shorten(cause or '', WIDTH)}）"
+                f"还让这 {len(rest)} 项失败：{'；'.join(rest)}"
+            )
+    return lines
+
+
+def _rule_lines(report: Report, broken: list[Any]) -> list[str]:
+    """The broken rules of one step: the rule, the chapter's sentence, then its failing checks."""
+    lines: list[str] = []
+    for result in broken:
+        lines.append(f"  ✗ {rule_name(result)}——章节：「{result.rule.quote}」")
+        lines += _grouped(report, [name for name in result.failed if name in report.details])
     return lines
 
 
@@ -298,6 +384,9 @@ def first_thing_to_fix(report: Report, steps: tuple[Step, ...] = STEPS) -> str |
         return report.red_light
     for step in steps:
         if report.step_done(step):
+            broken = broken_rules(report, step.number)
+            if broken:
+                return f"{rule_name(broken[0])}：{broken[0].failed[0]}"
             continue
         head = f"实践 {step.number} {step.label}（{report.passed.get(step.number, 0)}/{step.expected} 通过）"
         for name, _ in report.failures:

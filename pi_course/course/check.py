@@ -19,11 +19,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, TextIO, TypedDict
+from typing import Literal, NotRequired, TextIO, TypedDict
 
+from ..chapter.rules import RULES
 from ..chapter.steps import CHAPTER_TOTAL, STEP_NUMBERS, STEPS, Step
 from .advice import first_thing_to_fix, next_step_lines
 from .locate import check_target, course_root, practice_path_problem
+from .rulestate import count_line, rule_name, rule_results, rules_ok, table_lines
 from .testrun import Report, run_tests
 
 __all__ = [
@@ -61,6 +63,8 @@ class CheckRecord(TypedDict):
     beyond_total: int
     first_failure: str | None
     seconds: float
+    rules_kept: NotRequired[int]  # the chapter's rules (chapter/rules.py) this copy keeps
+    rules_total: NotRequired[int]
 
 
 def steps_for(number: str | None) -> tuple[Step, ...]:
@@ -97,7 +101,7 @@ def verdict_of(report: Report, steps: tuple[Step, ...] = STEPS, *, beyond: bool 
         scope = f"{CHAPTER}聚焦测试"
     else:
         scope = CHAPTER
-    done = report.ok(steps) and report.beyond_ok()
+    done = report.ok(steps) and report.beyond_ok() and rules_ok(report)
     if done:
         return Verdict(scope, True, None)
     first = first_thing_to_fix(report, steps) or "没有找到失败的测试（用 check -v 查看 pytest 的完整报告）"
@@ -114,6 +118,12 @@ def report_lines(report: Report, steps: tuple[Step, ...]) -> list[str]:
     lines = [report.line(step) for step in steps]
     if len(steps) == len(STEPS):
         lines.append(f"第 05 章聚焦测试：{report.total}/{CHAPTER_TOTAL}")
+    rules = count_line(report)
+    if rules is not None:
+        lines.append(rules)
+        lines += [
+            f"  ✗ {rule_name(result)}" for result in rule_results(report) or () if result.state == "broken"
+        ]
     if report.beyond_note is not None:
         lines.append(report.beyond_note)
     if report.beyond is not None and not report.beyond:
@@ -153,12 +163,17 @@ def print_report(
     beyond: bool,
     verbose: bool = False,
     file: TextIO | None = None,
+    rules: bool = False,
 ) -> Verdict:
-    """Print what ``check`` shows, ending with the verdict; return the verdict."""
+    """Print what ``check`` shows, ending with the verdict; return the verdict.
+
+    ``rules``: the chapter's rules table (``check 05 --rules``) instead of the count lines.
+    """
     out = file or sys.stdout
     if verbose and report.output:
         print(report.output.rstrip(), end="\n\n", file=out)
-    lines = report_lines(report, steps) + next_step_lines(report, steps)
+    shown = table_lines(report) if rules and report.red_light is None else report_lines(report, steps)
+    lines = shown + next_step_lines(report, steps)
     if lines:
         print("\n".join(lines), file=out)
     verdict = verdict_of(report, steps, beyond=beyond)
@@ -209,6 +224,8 @@ def record_of(report: Report, root: Path, seconds: float) -> CheckRecord:
         beyond_total=len(report.beyond or ()),
         first_failure=verdict.first_failure,
         seconds=round(seconds, 2),
+        rules_kept=sum(result.state == "kept" for result in rule_results(report) or ()),
+        rules_total=len(RULES),
     )
 
 
@@ -283,6 +300,7 @@ def check_command(
     as_json: bool = False,
     course_only: bool = False,
     verbose: bool = False,
+    rules: bool = False,
 ) -> int:
     """``python -m pi_course check 05 …``: find the tree, run, print; the exit status follows the verdict.
 
@@ -307,7 +325,7 @@ def check_command(
         return EXIT_INTERRUPTED
     seconds = time.monotonic() - started
     text = sys.stderr if as_json else sys.stdout  # with --json, stdout carries the record alone
-    verdict = print_report(report, steps, beyond=beyond, verbose=verbose, file=text)
+    verdict = print_report(report, steps, beyond=beyond, verbose=verbose, file=text, rules=rules)
     if as_json:
         print(json.dumps(record_of(report, root, seconds), ensure_ascii=False))
     return 0 if verdict.done else EXIT_FAILED

@@ -249,6 +249,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     check.add_argument(
         "--json", action="store_true", help="print the copy's record (JSON, one line) and nothing else"
     )
+    check.add_argument(
+        "--rules", action="store_true", help="the chapter's rules table, ✓ / ✗ / 待完成 for the copy"
+    )
 
     checkpoint = commands.add_parser("checkpoint", help="where chapter 05 starts and ends")
     checkpoint.add_argument("chapter", choices=["05"])
@@ -282,6 +285,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             commands.choices[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
         if args.command == "check" and args.json and (args.step or args.course_only or args.verbose):
             check.error("--json 给出整章的记录：不能和 --step、--course-only 或 -v 一起用")
+        if args.command == "check" and args.rules and (args.step or args.course_only):
+            check.error("--rules 检查整章的规则：不能和 --step 或 --course-only 一起用")
     except SystemExit as stop:  # --help, or a one-line usage error already printed
         return stop.code if isinstance(stop.code, int) else EXIT_USAGE
     if args.command == "serve":
@@ -319,6 +324,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             as_json=args.json,
             course_only=args.course_only,
             verbose=args.verbose,
+            rules=args.rules,
         )
     if args.command == "checkpoint":
         from .checkpoint import checkpoint_command

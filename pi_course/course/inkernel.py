@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 # Modules a run must import afresh from the tree under test (and drop again afterwards).
-SET_ASIDE = ("pi_course", "conftest", "test_05_provider_adapter", "test_05_beyond")
+SET_ASIDE = ("pi_course", "conftest", "test_05_provider_adapter", "test_05_beyond", "test_05_rules")
 
 
 def in_browser() -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..chapter.steps import BEYOND_TEST, FOCUSED_TEST
+from ..chapter.steps import BEYOND_TEST, FOCUSED_TEST, RULES_TEST
 from .import_failure import PACKAGE
 
 __all__ = [
@@ -24,6 +24,7 @@ __all__ = [
     "is_course_tree",
     "is_practice_copy",
     "practice_path_problem",
+    "rules_test_file",
 ]
 
 
@@ -51,6 +52,11 @@ def focused_test_file(root: Path) -> Path:
 def beyond_test_file(root: Path) -> Path | None:
     """The beyond-the-chapter checks next to the focused tests; ``None`` in an older copy."""
     return _test_file(root, BEYOND_TEST)
+
+
+def rules_test_file(root: Path) -> Path | None:
+    """The checks of the chapter's rules next to the focused tests; ``None`` in an older copy."""
+    return _test_file(root, RULES_TEST)
 
 
 def is_course_tree(folder: Path) -> bool:

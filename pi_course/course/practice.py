@@ -22,7 +22,7 @@ import shutil
 from collections.abc import Collection
 from pathlib import Path
 
-from ..chapter.steps import BEYOND_TEST, FOCUSED_TEST, STEPS
+from ..chapter.steps import BEYOND_TEST, FOCUSED_TEST, RULES_TEST, STEPS
 from .locate import PACKAGE, course_root
 
 TEACHING_FILES = ("protocol.py", "outbound.py", "adapter.py", "sse.py", "transport.py")
@@ -271,9 +271,9 @@ def _write_copy(root: Path) -> None:
         (shipped / name).write_text(text, encoding="utf-8")
     (shipped / "README.md").write_text(_TARGET_README, encoding="utf-8")
     (root / "tests").mkdir()
-    for name in (FOCUSED_TEST, "conftest.py", BEYOND_TEST):
-        if name == BEYOND_TEST and not _has_course_file("tests", name):
-            continue  # an older install without the beyond checks: check says it skipped them
+    for name in (FOCUSED_TEST, "conftest.py", BEYOND_TEST, RULES_TEST):
+        if name in (BEYOND_TEST, RULES_TEST) and not _has_course_file("tests", name):
+            continue  # an older install without these checks: check says it skipped them
         shutil.copyfile(_course_file("tests", name), root / "tests" / name)
     (root / "notebooks").mkdir()
     for notebook in sorted(_course_file("notebooks").glob("05-*.ipynb")):

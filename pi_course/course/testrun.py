@@ -25,11 +25,11 @@ import subprocess
 import sys
 import tempfile
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from ..chapter.steps import BEYOND_TEST, STEPS, Step
+from ..chapter.steps import BEYOND_TEST, FOCUSED_TEST, RULES_TEST, STEPS, Step
 from . import inkernel
 from .import_failure import (
     CHECK_COMMAND,
@@ -38,7 +38,7 @@ from .import_failure import (
     blames_the_package,
     import_failure_from_text,
 )
-from .locate import beyond_test_file, course_root, focused_test_file
+from .locate import beyond_test_file, course_root, focused_test_file, rules_test_file
 from .stubs import Unfinished, unfinished
 
 TEST_TIMEOUT = 5.0  # seconds per test; a correct solution needs milliseconds
@@ -91,6 +91,8 @@ class Report:
     timed_out: bool = False  # a process ran past RUN_TIMEOUT and was stopped
     output: str = ""  # pytest's own report
     unfinished: tuple[Unfinished, ...] = ()  # lab functions still in their starter form
+    rule_checks: tuple[BeyondCheck, ...] | None = None  # tests/test_05_rules.py; None: not run
+    outcomes: dict[str, bool] = field(default_factory=dict)  # "file.py::test[case]" → passed, every test run
 
     def line(self, step: Step) -> str:
         passed = self.passed.get(step.number, 0)
@@ -225,6 +227,9 @@ def run_tests(
         beyond_note = f"本章之外的检查：没有找到 tests/{BEYOND_TEST}，跳过"
     if beyond_file is not None:
         files.append(beyond_file)
+    rules_file = rules_test_file(root) if beyond else None
+    if rules_file is not None:
+        files.append(rules_file)
     with tempfile.TemporaryDirectory() as scratch:
         junit = Path(scratch) / "junit.xml"
         progress = Path(scratch) / "progress.jsonl"
@@ -240,13 +245,15 @@ def run_tests(
         ]  # fmt: skip
         returncode, output = _run(command, root, env)
         if returncode is None or not junit.exists():
-            return read_progress(progress, steps, output, returncode, with_beyond=beyond_file is not None)
+            report = read_progress(progress, steps, output, returncode, with_beyond=beyond_file is not None)
+            return replace(report, rule_checks=report.rule_checks if rules_file is not None else None)
         collection = _collection_error(junit)
         if collection is not None:  # nothing ran: say why in the probe's words
             blamed = blames_the_package(collection, root)
             line = import_failure_from_text(collection, root) if blamed else _collection_failure(collection)
             return Report({}, line, import_error=blamed, output=output)
         report = read_junit(junit, steps, with_beyond=beyond_file is not None)
+        rule_checks = report.rule_checks if rules_file is not None else None
     stopped = None
     interrupted = re.search(r"Interrupted: (.*?) !*$", output, re.MULTILINE)
     if interrupted:
@@ -260,6 +267,8 @@ def run_tests(
         stopped=stopped,
         output=output,
         unfinished=unfinished(root),
+        rule_checks=rule_checks,
+        outcomes=report.outcomes,
     )
 
 
@@ -291,15 +300,32 @@ def _is_beyond(classname_or_nodeid: str) -> bool:
     return BEYOND_TEST.removesuffix(".py") in classname_or_nodeid
 
 
+def _is_rules(classname_or_nodeid: str) -> bool:
+    return RULES_TEST.removesuffix(".py") in classname_or_nodeid
+
+
+def _file_of(classname_or_nodeid: str) -> str:
+    """Which chapter test file a junit classname or a node id belongs to."""
+    if _is_rules(classname_or_nodeid):
+        return RULES_TEST
+    if _is_beyond(classname_or_nodeid):
+        return BEYOND_TEST
+    return FOCUSED_TEST
+
+
 def read_junit(junit: Path, steps: tuple[Step, ...] = STEPS, *, with_beyond: bool = False) -> Report:
     """A finished pytest run's junit XML (with ``conftest.py``'s facts) as a :class:`Report`."""
     passed: dict[str, int] = {}
     failures: list[tuple[str, str]] = []
     details: dict[str, Detail] = {}
     beyond: list[BeyondCheck] = []
+    rules: list[BeyondCheck] = []
+    outcomes: dict[str, bool] = {}
     for case in ET.parse(junit).getroot().iter("testcase"):
         name = case.get("name", "")
-        is_beyond = _is_beyond(case.get("classname", "").split(".")[-1])
+        module = case.get("classname", "").split(".")[-1]
+        is_rules = _is_rules(module)
+        is_beyond = is_rules or _is_beyond(module)
         problems = [child for child in case if child.tag in ("failure", "error", "skipped")]
         properties = {
             prop.get("name", ""): prop.get("value", "") for prop in case.iter("property") if prop.get("name")
@@ -312,15 +338,22 @@ def read_junit(junit: Path, steps: tuple[Step, ...] = STEPS, *, with_beyond: boo
                 failures.append((name, detail.message))
         elif "pi_course_label" in properties:
             details[name] = Detail(label=properties["pi_course_label"])
+        outcomes[f"{_file_of(module)}::{name}"] = not problems
         if is_beyond:
             label = properties.get("pi_course_label")
-            beyond.append(BeyondCheck(name, not problems, properties.get("pi_course_step"), label))
+            check = BeyondCheck(name, not problems, properties.get("pi_course_step"), label)
+            (rules if is_rules else beyond).append(check)
             continue
         step = step_of(name, steps)
         if step is not None:
             passed[step.number] = passed.get(step.number, 0) + (not problems)
     return Report(
-        passed, failures=tuple(failures), details=details, beyond=tuple(beyond) if with_beyond else None
+        passed,
+        failures=tuple(failures),
+        details=details,
+        beyond=tuple(beyond) if with_beyond else None,
+        rule_checks=tuple(rules),
+        outcomes=outcomes,
     )
 
 
@@ -350,14 +383,20 @@ def read_progress(
     failures: list[tuple[str, str]] = []
     details: dict[str, Detail] = {}
     beyond: list[BeyondCheck] = []
+    rules: list[BeyondCheck] = []
+    seen: dict[str, bool] = {}
     for nodeid in started:
         name = nodeid.rsplit("::", 1)[-1]
         ok = outcomes.get(nodeid) == "passed"
+        seen[f"{_file_of(nodeid)}::{name}"] = ok
         if nodeid not in outcomes:  # the test that was running when the process had to stop
             message = f"超过 {RUN_TIMEOUT:g} 秒没有结束" if returncode is None else "测试进程意外退出"
             details[name] = Detail(message=message, timeout=RUN_TIMEOUT if returncode is None else None)
         elif not ok:
             details[name] = Detail(message="未通过（测试进程没有留下报告；用 check -v 查看详情）")
+        if _is_rules(nodeid):
+            rules.append(BeyondCheck(name, ok))
+            continue
         if _is_beyond(nodeid):
             beyond.append(BeyondCheck(name, ok))
             continue
@@ -378,6 +417,8 @@ def read_progress(
         stopped=stopped,
         timed_out=returncode is None,
         output=output,
+        rule_checks=tuple(rules),
+        outcomes=seen,
     )
 
 

@@ -85,7 +85,7 @@ def test_every_module_a_learner_runs_is_installed_by_lab() -> None:
     sources = [path.read_text(encoding="utf-8") for path in (ROOT / "pi_course").rglob("*.py")]
     sources += [
         (ROOT / "tests" / name).read_text(encoding="utf-8")
-        for name in ("conftest.py", "test_05_provider_adapter.py", "test_05_beyond.py")
+        for name in ("conftest.py", "test_05_provider_adapter.py", "test_05_beyond.py", "test_05_rules.py")
         if (ROOT / "tests" / name).is_file()
     ]
     for notebook in (ROOT / "notebooks").glob("*.ipynb"):

@@ -127,7 +127,7 @@ def test_the_kernels_own_modules_path_and_environment_are_put_back(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], starter: Path
 ) -> None:
     def tree_modules() -> dict[str, object]:
-        roots = ("pi_course", "conftest", "test_05_provider_adapter", "test_05_beyond")
+        roots = ("pi_course", "conftest", "test_05_provider_adapter", "test_05_beyond", "test_05_rules")
         return {name: module for name, module in sys.modules.items() if name.split(".")[0] in roots}
 
     modules = tree_modules()

@@ -1,0 +1,106 @@
+"""Which of the chapter's rules (``pi_course/chapter/rules.py``) a checked copy keeps.
+
+A rule is kept (✓) when every test its row names passed and its step and every earlier one
+are done; broken (✗) when one of them failed and every earlier step is done; pending (待完成)
+otherwise: against an unfinished earlier step, a rule's pass or failure means nothing yet.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from ..chapter.rules import RULES, Rule, test_function
+from ..chapter.steps import STEPS
+from .testrun import Report
+
+RuleState = Literal["kept", "broken", "pending"]
+MARKS = {"kept": "✓", "broken": "✗", "pending": "待完成"}
+
+
+@dataclass(frozen=True)
+class RuleResult:
+    rule: Rule
+    state: RuleState
+    failed: tuple[str, ...]  # the failing test cases, by name ("test_x[case]"), in the row's order
+
+
+def _cases(report: Report, check: str) -> list[tuple[str, bool]]:
+    """The outcomes of the test cases a check names: a function stands for all its parametrized cases."""
+    file, function = test_function(check)
+    found = []
+    for key, passed in report.outcomes.items():
+        key_file, _, name = key.partition("::")
+        if key_file == file and (name == function or name.startswith(function + "[")):
+            found.append((name, passed))
+    return found
+
+
+def rule_results(report: Report) -> list[RuleResult] | None:
+    """Every rule's state for this run; ``None`` when the rules were not checked (``--step``, a red light)."""
+    if report.rule_checks is None or report.red_light is not None:
+        return None
+    numbers = [step.number for step in STEPS]
+    results = []
+    for rule in RULES:
+        earlier = STEPS[: numbers.index(rule.step)]
+        cases = [case for check in rule.checks for case in _cases(report, check)]
+        failed = tuple(name for name, passed in cases if not passed)
+        ran_all = all(_cases(report, check) for check in rule.checks)
+        state: RuleState
+        if not all(report.step_done(step) for step in earlier):
+            state = "pending"
+        elif failed:
+            state = "broken"
+        elif ran_all and report.step_done(STEPS[numbers.index(rule.step)]):
+            state = "kept"
+        else:
+            state = "pending"
+        results.append(RuleResult(rule, state, failed))
+    return results
+
+
+def rules_ok(report: Report) -> bool:
+    """No rule broken or still pending (true when the rules were not checked at all)."""
+    results = rule_results(report)
+    return results is None or all(result.state == "kept" for result in results)
+
+
+def broken_rules(report: Report, step: str | None = None) -> list[RuleResult]:
+    return [
+        result
+        for result in rule_results(report) or ()
+        if result.state == "broken" and (step is None or result.rule.step == step)
+    ]
+
+
+def rule_name(result: RuleResult) -> str:
+    """``实践 5.3 规则「…」``: how the verdict and the next steps name a rule."""
+    return f"实践 {result.rule.step} 规则「{result.rule.name}」"
+
+
+def count_line(report: Report) -> str | None:
+    """``本章规则：34/37（3 项待完成）``, after the focused counts; ``None`` when not checked."""
+    results = rule_results(report)
+    if results is None:
+        return None
+    kept = sum(result.state == "kept" for result in results)
+    pending = sum(result.state == "pending" for result in results)
+    return f"本章规则：{kept}/{len(results)}" + (f"（{pending} 项待完成）" if pending else "")
+
+
+def table_lines(report: Report) -> list[str]:
+    """``check 05 --rules``: every rule with ✓ / ✗ / 待完成, by step, the chapter's sentence quoted."""
+    results = rule_results(report)
+    if results is None:
+        return ["本章规则：没有检查（先让 pi_course 能导入、5.1 的两个类型就位）"]
+    lines = [count_line(report) or ""]
+    for step in STEPS:
+        lines.append(f"实践 {step.number} {step.label}")
+        for result in results:
+            if result.rule.step != step.number:
+                continue
+            lines.append(f"  {MARKS[result.state]} {result.rule.name}：「{result.rule.quote}」")
+            if result.failed:
+                lines.append(f"      未通过：{'、'.join(result.failed)}")
+    return lines
