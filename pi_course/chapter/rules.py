@@ -310,7 +310,7 @@ RULES: tuple[Rule, ...] = (
 )
 
 
-def test_function(check: str) -> tuple[str, str]:
+def split_check(check: str) -> tuple[str, str]:
     """``(file, function)`` of a check's node id (a parametrized function stands for all its cases)."""
     file, _, function = check.partition("::")
     return file, function
@@ -324,7 +324,7 @@ def markdown_table() -> str:
     """The table as LEARNING.md carries it: one row per rule, in the chapter's order."""
     lines = ["| 步骤 | 规则 | 章节原文 | 检查 |", "|---|---|---|---|"]
     for rule in RULES:
-        checks = "<br>".join(f"`{test_function(check)[1]}`" for check in rule.checks)
+        checks = "<br>".join(f"`{split_check(check)[1]}`" for check in rule.checks)
         quote = rule.quote.replace("|", "\\|")
         lines.append(f"| {rule.step} | {rule.name} | {quote} | {checks} |")
     return "\n".join(lines)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from ..chapter.rules import RULES, Rule, test_function
+from ..chapter.rules import RULES, Rule, split_check
 from ..chapter.steps import STEPS
 from .testrun import Report
 
@@ -27,7 +27,7 @@ class RuleResult:
 
 def _cases(report: Report, check: str) -> list[tuple[str, bool]]:
     """The outcomes of the test cases a check names: a function stands for all its parametrized cases."""
-    file, function = test_function(check)
+    file, function = split_check(check)
     found = []
     for key, passed in report.outcomes.items():
         key_file, _, name = key.partition("::")

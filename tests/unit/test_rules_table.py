@@ -1,0 +1,135 @@
+"""The chapter's rules table (pi_course/chapter/rules.py): every row cites the chapter and names real checks."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from pi_course.chapter.rules import RULES, RULES_TEST, markdown_table, split_check
+from pi_course.chapter.steps import BEYOND_TEST, FOCUSED_TEST, STEP_NUMBERS, STEPS
+from pi_course.course.check import record_of, verdict_of
+from pi_course.course.rulestate import rule_results, table_lines
+from pi_course.course.testrun import Report, step_of
+
+ROOT = Path(__file__).parents[2]
+CHAPTER = Path("/work/shared/chapter-05.zh.txt")  # the specification, where it is at hand
+TEMPLATE = ROOT / "pi_course" / "course" / "templates" / "LEARNING.md"
+TABLE = re.compile(r"<!-- BEGIN rules table[^\n]*-->\n(.*?)\n<!-- END rules table -->", re.DOTALL)
+
+
+def functions_in(file: str) -> dict[str, ast.AsyncFunctionDef | ast.FunctionDef]:
+    tree = ast.parse((ROOT / "tests" / file).read_text(encoding="utf-8"))
+    return {
+        node.name: node
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test_")
+    }
+
+
+def marked_step(node: ast.AsyncFunctionDef | ast.FunctionDef) -> str | None:
+    for decorator in node.decorator_list:
+        if isinstance(decorator, ast.Call) and ast.unparse(decorator.func) == "pytest.mark.step":
+            return str(ast.literal_eval(decorator.args[0]))
+    return None
+
+
+def test_every_rule_has_a_check_and_every_check_exists() -> None:
+    files = {name: functions_in(name) for name in (FOCUSED_TEST, BEYOND_TEST, RULES_TEST)}
+    for rule in RULES:
+        assert rule.checks, f"rule {rule.name!r} has no check"
+        assert rule.step in STEP_NUMBERS, rule
+        for check in rule.checks:
+            file, function = split_check(check)
+            assert file in files, f"{rule.name}: {check} names no shipped test file"
+            assert function in files[file], f"{rule.name}: {check} names a test that does not exist"
+
+
+def test_every_rule_check_belongs_to_a_rule_and_needs_no_later_step() -> None:
+    numbers = list(STEP_NUMBERS)
+    named = {split_check(check) for rule in RULES for check in rule.checks}
+    for name, node in functions_in(RULES_TEST).items():
+        assert (RULES_TEST, name) in named, f"{name} is in no rule of pi_course/chapter/rules.py"
+        doc = ast.get_docstring(node) or ""
+        assert doc.splitlines()[0].strip() and "下一步：" in doc, f"{name}: its name and 下一步 line"
+        assert marked_step(node) in numbers, f"{name}: one @pytest.mark.step(...)"
+    for rule in RULES:
+        for check in rule.checks:
+            file, function = split_check(check)
+            if file == FOCUSED_TEST:
+                step = step_of(function)
+                needs = step.number if step is not None else None
+            else:
+                needs = marked_step(functions_in(file)[function])
+            assert needs is not None and numbers.index(needs) <= numbers.index(rule.step), (rule.name, check)
+
+
+def test_each_rule_quotes_the_chapter_as_written() -> None:
+    quotes = [rule.quote for rule in RULES]
+    assert len(set(quotes)) == len(quotes), "two rules cite the same sentence"
+    assert len({rule.name for rule in RULES}) == len(RULES), "two rules share a name"
+    if not CHAPTER.is_file():
+        pytest.skip(f"the chapter's text is not at {CHAPTER}")
+    text = CHAPTER.read_text(encoding="utf-8")
+    assert [rule.name for rule in RULES if rule.quote not in text] == []
+
+
+def test_learning_md_carries_the_table_generated_from_the_one_table() -> None:
+    found = TABLE.search(TEMPLATE.read_text(encoding="utf-8"))
+    assert found is not None, "LEARNING.md has no rules table between its markers"
+    assert found[1] == markdown_table(), "regenerate it: pi_course.chapter.rules.markdown_table()"
+    assert len(found[1].splitlines()) == len(RULES) + 2
+
+
+# --- the rules' states, the verdict and the record --------------------------------------------------
+
+
+def all_passing() -> dict[str, bool]:
+    outcomes: dict[str, bool] = {}
+    for rule in RULES:
+        for check in rule.checks:
+            outcomes[check] = True
+    return outcomes
+
+
+DONE = {step.number: step.expected for step in STEPS}
+
+
+def test_a_broken_rule_of_a_done_step_is_named_in_the_verdict_with_its_step() -> None:
+    outcomes = all_passing()
+    outcomes[f"{RULES_TEST}::test_rule_no_tools_key_without_tools"] = False
+    report = Report(DONE, beyond=(), rule_checks=(), outcomes=outcomes)
+    states = {result.rule.name: result.state for result in rule_results(report) or ()}
+    assert states["没有工具就没有 tools 键"] == "broken"
+    assert list(states.values()).count("kept") == len(RULES) - 1
+    assert verdict_of(report).line == (
+        "第 05 章：未完成——实践 5.1 规则「没有工具就没有 tools 键」：test_rule_no_tools_key_without_tools"
+    )
+    record = record_of(report, ROOT, 1.0)
+    assert (record["status"], record["rules_kept"], record["rules_total"]) == (
+        "incomplete",
+        len(RULES) - 1,
+        len(RULES),
+    )
+    assert (
+        "  ✗ 没有工具就没有 tools 键：「没有工具时返回 undefined，请求体也就不会带一个空数组。」"
+        in table_lines(report)
+    )
+
+
+def test_a_later_steps_rules_wait_for_the_earlier_steps() -> None:
+    outcomes = {check: False for check in all_passing()}
+    report = Report({"5.1": 1}, beyond=(), rule_checks=(), outcomes=outcomes)
+    states = {result.rule.step: set() for result in rule_results(report) or ()}
+    for result in rule_results(report) or ():
+        states[result.rule.step].add(result.state)
+    assert states == {"5.1": {"broken"}, "5.2": {"broken"}, "5.3": {"pending"}, "5.4": {"pending"}}
+    assert verdict_of(report).line.startswith("第 05 章：未完成——实践 5.1 规则「")
+
+
+def test_all_rules_kept_and_nothing_else_failing_is_done() -> None:
+    report = Report(DONE, beyond=(), rule_checks=(), outcomes=all_passing())
+    assert verdict_of(report).line == "第 05 章：完成"
+    assert table_lines(report)[0] == f"本章规则：{len(RULES)}/{len(RULES)}"
