@@ -121,7 +121,16 @@ def kinds(events: list[Any]) -> list[str]:
 
 
 def terminal(events: list[Any]) -> Any:
-    return events[-1].message if events[-1].type == "done" else events[-1].error
+    """The message of the first terminal event (how many there are is one check's business alone)."""
+    end = next((e for e in events if e.type in ("done", "error")), events[-1])
+    if end.type == "done":
+        return end.message
+    return end.error if end.type == "error" else end.partial
+
+
+def ending(events: list[Any]) -> str:
+    """The first terminal event, as ``done(toolUse)`` / ``error(aborted)``."""
+    return next((k for k in kinds(events) if k.startswith(("done(", "error("))), "（没有终态事件）")
 
 
 def chunks_shown(items: Iterable[object]) -> str:
@@ -264,17 +273,26 @@ INTERLEAVED = [
 ]
 
 
+SLOTS = [
+    ToolChunk(7, "call-a", "read", '{"path":"README.md"}'),
+    TextChunk("先读"),
+    ToolChunk(0, "call-b", "search", '{"query":"pi"}'),
+    TextChunk("，再查"),
+    FinishChunk("tool_calls"),
+]
+
+
 @pytest.mark.step("5.2")
 async def test_rule_content_slots_by_first_appearance() -> None:
     """content 槽位按第一次出现的先后分配（text_content_index、每个 ToolBuffer 的 content_index），不是 Provider 的 index
     下一步：pi_course/adapter.py 的 _events()：文本或工具第一次出现时，把当时的 len(content) 记成它的槽位；之后的 delta 都用这个槽位，不用 chunk.index
     """
-    events = await generator_events(fixture_model(Script(INTERLEAVED)))
+    events = await generator_events(fixture_model(Script(SLOTS)))
     slots = [e.content_index for e in events if e.type in ("text_delta", "toolcall_delta")]
     explain(
-        slots == [0, 1, 2, 0, 1, 2],
-        given=f"{chunks_shown(INTERLEAVED[:6])}（Provider index 7、0；文本夹在中间）",
-        expected="各 delta 事件的 content_index 依次是 [0, 1, 2, 0, 1, 2]（工具 7 占 content[0]，文本 content[1]，工具 0 占 content[2]）",
+        slots == [0, 1, 2, 1],
+        given=f"{chunks_shown(SLOTS[:4])}（Provider index 7、0；文本夹在中间）",
+        expected="各 delta 事件的 content_index 依次是 [0, 1, 2, 1]（工具 7 占 content[0]，文本 content[1]，工具 0 占 content[2]）",
         actual=f"{slots}（事件：{kinds(events)}）",
     )
 
@@ -291,17 +309,21 @@ async def test_rule_tool_buffers_found_by_provider_index() -> None:
         calls == {"call-a": '{"path":"README.md"}', "call-b": '{"query":"pi"}'},
         given=f"{chunks_shown(INTERLEAVED)}（第 4 个 chunk 在 index 0 之后回到 index 7）",
         expected='call-a 的参数原文 \'{"path":"README.md"}\'，call-b 的 \'{"query":"pi"}\'',
-        actual=f"{calls}（终态 {kinds(events[-1:])}，error_message {final.error_message!r}）",
+        actual=f"{calls}（终态 {ending(events)}，error_message {final.error_message!r}）",
     )
 
 
-@pytest.mark.step("5.2")
-async def test_rule_partials_are_snapshots_later_deltas_never_change() -> None:
-    """每个事件的 partial 是当时完整内容的快照：后来的 delta 不会改变已经发出的 partial
-    下一步：pi_course/adapter.py 的 _events()：每个事件带 tuple(content) 做成的新 AssistantMessage，不要把同一个可变 list 或可变对象交出去再修改
-    """
-    items = [TextChunk("正在"), TextChunk("读取"), ToolChunk(0, "call-1", "read", '{"path":'),
-             ToolChunk(0, arguments_delta='"README.md"}'), FinishChunk("tool_calls", Usage(output=2))]  # fmt: skip
+SNAPSHOT_CHUNKS = [
+    TextChunk("正在"),
+    TextChunk("读取"),
+    ToolChunk(0, "call-1", "read", '{"path":'),
+    ToolChunk(0, arguments_delta='"README.md"}'),
+    FinishChunk("tool_calls", Usage(output=2)),
+]
+
+
+async def partials_as_emitted(items: list[object]) -> list[tuple[Any, str]]:
+    """Each event's partial and the repr of its content at the moment it was emitted."""
     model = fixture_model(Script(items))
     own = getattr(model, "_events", None)
     source = own(context(), None) if own is not None else model.stream(context())._events
@@ -309,19 +331,58 @@ async def test_rule_partials_are_snapshots_later_deltas_never_change() -> None:
     async for event in source:
         partial = getattr(event, "partial", None)
         if partial is not None:
-            seen.append((partial, repr(partial.content)))
+            seen.append((partial, repr(tuple(partial.content))))  # a list or a tuple: the same content
         if len(seen) >= MAX_EVENTS:
             break
-    changed = [(i, then, repr(p.content)) for i, (p, then) in enumerate(seen) if repr(p.content) != then]
-    texts = [next((b.text for b in p.content if isinstance(b, TextContent)), None) for p, _ in seen[1:3]]
+    return seen
+
+
+@pytest.mark.step("5.2")
+async def test_rule_each_partial_is_the_whole_content_so_far() -> None:
+    """每个事件的 partial 是该时刻已经形成的完整内容，不是最后一个片段
+    下一步：pi_course/adapter.py 的 _events()：文本 delta 追加到已有的文本上（content[text_content_index] 是到此为止的全部文本），再用整个 content 做 partial
+    """
+    seen = await partials_as_emitted(SNAPSHOT_CHUNKS)
+    shown_then = [then for _, then in seen[1:5]]
+    expected = [
+        repr((TextContent("正在"),)),
+        repr((TextContent("正在读取"),)),
+        repr((TextContent("正在读取"), ToolCall("call-1", "read", '{"path":', '{"path":'))),
+        repr(
+            (
+                TextContent("正在读取"),
+                ToolCall("call-1", "read", '{"path":"README.md"}', '{"path":"README.md"}'),
+            )
+        ),
+    ]
     explain(
-        not changed and texts == ["正在", "正在读取"],
-        given=chunks_shown(items),
-        expected="text_delta 的 partial 依次是 '正在'、'正在读取'；流结束后，每个已发出的 partial 仍是发出时的样子",
+        shown_then == expected,
+        given=chunks_shown(SNAPSHOT_CHUNKS),
+        expected="四个 delta 事件发出时的 partial.content 依次是："
+        + " → ".join(shown(e, 90) for e in expected),
+        actual=" → ".join(shown(t, 90) for t in shown_then),
+    )
+
+
+@pytest.mark.step("5.2")
+async def test_rule_partials_never_change_after_they_are_emitted() -> None:
+    """已经发出的 partial 是快照：后来的 delta 不会改变它
+    下一步：pi_course/adapter.py 的 _events()：每个事件带 tuple(content) 做成的新 AssistantMessage，不要把同一个可变 list 交出去再修改
+    """
+    seen = await partials_as_emitted(SNAPSHOT_CHUNKS)
+    changed = [
+        (i, then, repr(tuple(p.content)))
+        for i, (p, then) in enumerate(seen)
+        if repr(tuple(p.content)) != then
+    ]
+    explain(
+        not changed,
+        given=chunks_shown(SNAPSHOT_CHUNKS),
+        expected="流结束后，每个已发出的 partial.content 仍是发出时的样子",
         actual=(
-            f"第 {changed[0][0]} 个 partial 发出时是 {shown(changed[0][1], 80)}，后来变成 {shown(changed[0][2], 80)}"
+            f"第 {changed[0][0]} 个事件的 partial 发出时是 {shown(changed[0][1], 80)}，后来变成 {shown(changed[0][2], 80)}"
             if changed
-            else f"text_delta 的 partial 文本：{texts}"
+            else "没有变化"
         ),
     )
 
@@ -336,7 +397,8 @@ async def test_rule_tool_calls_finish_parses_the_arguments() -> None:
     events = await generator_events(fixture_model(Script(good)))
     final = terminal(events)
     explain(
-        kinds(events)[-2:] == ["toolcall_end", "done(toolUse)"]
+        "toolcall_end" in kinds(events)
+        and ending(events) == "done(toolUse)"
         and final.content == (ToolCall("call-1", "read", {"path": "README.md"}, '{"path":"README.md"}'),),
         given=chunks_shown(good),
         expected="toolcall_end，然后 done(toolUse)；arguments 是解析后的 {'path': 'README.md'}",
@@ -347,7 +409,7 @@ async def test_rule_tool_calls_finish_parses_the_arguments() -> None:
     events = await generator_events(fixture_model(Script(bad)))
     final = terminal(events)
     explain(
-        kinds(events)[-1] == "error(error)"
+        ending(events) == "error(error)"
         and final.stop_reason == "error"
         and final.content == (TextContent("先读"), ToolCall("call-1", "read", cut, cut)),
         given=f"{chunks_shown(bad)}（参数 {cut!r} 不是 JSON）",
@@ -365,12 +427,35 @@ async def test_rule_abort_from_the_transport_ends_aborted_with_the_content() -> 
     events = await generator_events(fixture_model(Script(items)))
     final = terminal(events)
     explain(
-        kinds(events)[-1] == "error(aborted)" and final.stop_reason == "aborted"
+        ending(events) == "error(aborted)" and final.stop_reason == "aborted"
         and final.content == (TextContent("正在"),),
         given=chunks_shown(items),
         expected="error 终态，reason 与 stop_reason 都是 'aborted'，content 是 ('正在',)",
         actual=f"事件 {kinds(events)}，stop_reason {final.stop_reason!r}，content {shown(final.content, 100)}",
     )  # fmt: skip
+
+
+@pytest.mark.step("5.2")
+async def test_rule_an_exception_ends_in_error_with_the_content_so_far() -> None:
+    """transport 抛出的异常以 error 终态结束，error 消息沿用当前 content，error_message 是异常的文字
+    下一步：pi_course/adapter.py 的 _events()：except Exception 里用此刻的 content 生成终态消息（stop_reason "error"），error_message 取 str(error)
+    """
+    items: list[object] = [
+        ToolChunk(0, "call-1", "read", '{"path":'),
+        TextChunk("正在"),
+        RuntimeError("socket reset"),
+    ]
+    events = await generator_events(fixture_model(Script(items)))
+    final = terminal(events)
+    expected = (ToolCall("call-1", "read", '{"path":', '{"path":'), TextContent("正在"))
+    explain(
+        ending(events) == "error(error)"
+        and final.content == expected
+        and final.error_message == "socket reset",
+        given=chunks_shown(items),
+        expected=f"error 终态，content {shown(expected, 100)}，error_message 'socket reset'",
+        actual=f"事件 {kinds(events)}，content {shown(final.content, 100)}，error_message {final.error_message!r}",
+    )
 
 
 TERMINAL_CASES: dict[str, list[object]] = {
@@ -380,6 +465,7 @@ TERMINAL_CASES: dict[str, list[object]] = {
     "exception": [TextChunk("partial"), RuntimeError("socket reset by peer")],
     "no-finish": [TextChunk("partial")],
     "length": [ToolChunk(0, "call-1", "read", '{"path":"REA'), FinishChunk("length")],
+    "arguments-not-json": [ToolChunk(0, "call-1", "read", '{"path":"REA'), FinishChunk("tool_calls")],
 }  # fmt: skip
 
 
@@ -425,7 +511,7 @@ async def test_rule_no_finish_chunk_is_an_error_with_the_content() -> None:
     events = await generator_events(fixture_model(Script(items)))
     final = terminal(events)
     explain(
-        kinds(events)[-1] == "error(error)"
+        ending(events) == "error(error)"
         and final.error_message == "Provider stream ended without a finish chunk"
         and final.content == (TextContent("partial"),),
         given=f"{chunks_shown(items)}（没有 finish chunk）",
@@ -693,10 +779,38 @@ async def test_rule_abort_is_checked_before_the_request() -> None:
     controller.abort()
     got, error = await drain(transport_with(None, seen).stream(REQUEST, signal=controller.signal))
     explain(
-        not seen and type(error).__name__ == "AbortError" and not got,
+        not seen and error is not None and not got,  # which exception: test_rule_abort_error_keeps_its_name
         given="transport.stream(request, signal=已经 abort() 的 signal)",
-        expected="一个请求也不发，抛出 AbortError",
+        expected="一个请求也不发，直接以异常（AbortError）结束",
         actual=f"发出 {len(seen)} 个请求，产出 {chunks_shown(got)}，异常 {error!r}",
+    )
+
+
+@pytest.mark.step("5.3")
+async def test_rule_abort_ends_a_request_still_waiting_for_its_response() -> None:
+    """signal 交给请求本身：响应头还没到时 abort()，请求被放弃，抛出 AbortError
+    下一步：pi_course/transport.py 的 _reads()：发送请求（self._client.send）也要和 abort 信号竞争——交给 AbortRace.run()，不只是读取响应体
+    """
+    controller = AbortController()
+
+    async def never_answers(request: httpx.Request) -> httpx.Response:
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    client = httpx.AsyncClient(transport=httpx.MockTransport(never_answers))
+    transport = OpenAICompatibleTransport(base_url="https://provider.invalid/v1", api_key=KEY, client=client)
+    asyncio.get_running_loop().call_later(0.05, controller.abort)
+    try:
+        async with asyncio.timeout(2):  # abort() should end it within milliseconds
+            _, error = await drain(transport.stream(REQUEST, signal=controller.signal))
+        outcome = "没有异常" if error is None else f"{type(error).__name__}: {error}"
+    except TimeoutError:
+        outcome = "abort() 之后 2 秒仍在等待响应"
+    explain(
+        outcome.startswith("AbortError"),
+        given="服务器一直不回响应头；0.05 秒后 abort()",
+        expected="transport.stream() 很快抛出 AbortError",
+        actual=outcome,
     )
 
 
@@ -809,6 +923,23 @@ def test_rule_the_endpoint_is_checked_as_a_url() -> None:
             expected="抛出异常（不是绝对的 http(s) URL）",
             actual=outcome,
         )
+
+
+@pytest.mark.step("5.4")
+def test_rule_the_body_asks_for_a_stream_with_usage() -> None:
+    """请求体在 request 之上加入 stream: true 与 stream_options.include_usage: true，其余原样
+    下一步：pi_course/transport.py 的 request_body()：返回 {**request, "stream": True, "stream_options": {"include_usage": True}}
+    """
+    transport = transport_with(None)
+    request = {**REQUEST, "tools": [{"type": "function", "function": {"name": "read"}}]}
+    body = transport.request_body(request)
+    expected = {**request, "stream": True, "stream_options": {"include_usage": True}}
+    explain(
+        body == expected and request == {**REQUEST, "tools": request["tools"]},
+        given=f"request_body({shown(request, 100)})",
+        expected=shown(expected, 200),
+        actual=shown(body, 200),
+    )
 
 
 @pytest.mark.step("5.4")

@@ -48,7 +48,14 @@ INVALID = _focused("test_sse_invalid_chunk_ends_in_error_naming_the_problem")
 UNKNOWN_FINISH = _focused("test_sse_unknown_finish_reason_is_an_error_that_names_finish_reason")
 SENDS = _focused("test_fetch_transport_sends_the_exact_request")
 REDACTS = _focused("test_fetch_transport_redacts_the_key_from_an_underlying_error")
-NARROWING = _beyond("test_each_narrowing_rule_of_the_chapter_names_its_json_path")
+
+
+def _narrowing(*cases: str) -> tuple[str, ...]:
+    """Cases of the beyond check that sends each payload the chapter's narrowing rejects."""
+    return tuple(
+        _beyond(f"test_each_narrowing_rule_of_the_chapter_names_its_json_path[{case}]") for case in cases
+    )
+
 
 RULES: tuple[Rule, ...] = (
     # --- 5.1 outbound -------------------------------------------------------------------------------
@@ -104,15 +111,15 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "5.2",
-        "partial 是完整快照",
+        "partial 是完整内容",
         "每个事件保存的是该时刻已经形成的完整 partial，而非最后一个字符串片段。",
-        (ORDERS, _rule("test_rule_partials_are_snapshots_later_deltas_never_change")),
+        (ORDERS, _rule("test_rule_each_partial_is_the_whole_content_so_far")),
     ),
     Rule(
         "5.2",
         "已发出的 partial 不再改变",
         "后来的字符不会反过来改变已经发出的 partial。",
-        (_rule("test_rule_partials_are_snapshots_later_deltas_never_change"),),
+        (ORDERS, _rule("test_rule_partials_never_change_after_they_are_emitted")),
     ),
     Rule(
         "5.2",
@@ -130,7 +137,7 @@ RULES: tuple[Rule, ...] = (
         "5.2",
         "异常沿用当前 content",
         "transport 抛出的异常会沿用当前 content 生成 error message。",
-        (EXCEPTION, _rule("test_rule_tool_calls_finish_parses_the_arguments")),
+        (EXCEPTION, _rule("test_rule_an_exception_ends_in_error_with_the_content_so_far")),
     ),
     Rule(
         "5.2",
@@ -184,14 +191,28 @@ RULES: tuple[Rule, ...] = (
         '验证停在 typeof content === "string"，抛出 Invalid provider chunk: '
         "choices[0].delta.content must be a "
         "string；数字不会进入 ProviderChunk。",
-        (_rule("test_rule_the_chapter_narrowing_example"), INVALID),
+        (
+            _rule("test_rule_the_chapter_narrowing_example"),
+            INVALID,
+            *_narrowing("content-not-a-string", "delta-not-an-object"),
+        ),
     ),
     Rule(
         "5.3",
         "tool_calls 的每个字段都检查",
         "tool_calls 先检查数组，再逐项检查 record，其中 index 必须是非负安全整数，id、name、arguments "
         "在出现时必须是字符串；",
-        (NARROWING,),
+        _narrowing(
+            "tool-calls-not-an-array",
+            "tool-call-not-an-object",
+            "tool-index-missing",
+            "tool-index-negative",
+            "tool-index-not-whole",
+            "tool-index-too-big",
+            "tool-id-not-a-string",
+            "tool-name-not-a-string",
+            "tool-arguments-not-a-string",
+        ),
     ),
     Rule(
         "5.3",
@@ -203,13 +224,18 @@ RULES: tuple[Rule, ...] = (
         "5.3",
         "usage 的三个计数都检查",
         "usage 先检查 record，再检查三个非负安全整数。",
-        (NARROWING, INTERLEAVED),
+        (
+            INTERLEAVED,
+            *_narrowing(
+                "usage-not-an-object", "usage-count-negative", "usage-count-a-string", "usage-count-a-bool"
+            ),
+        ),
     ),
     Rule(
         "5.3",
         "一个 choice；空 choices 只带 usage",
         "普通流只接受一个 choice；空 choices 专门承载尾随 usage。",
-        (NARROWING, INTERLEAVED),
+        (INTERLEAVED, *_narrowing("empty-choices-without-usage", "two-choices")),
     ),
     Rule(
         "5.3",
@@ -253,12 +279,16 @@ RULES: tuple[Rule, ...] = (
         "5.3",
         "signal 交给请求和读取",
         "通过可注入的 fetch 取得 Response，并把 signal 交给 fetch 和 reader。",
-        (ABORT, _rule("test_rule_abort_is_checked_before_the_request")),
+        (
+            ABORT,
+            _rule("test_rule_abort_ends_a_request_still_waiting_for_its_response"),
+            _rule("test_rule_the_same_signal_reaches_the_transport"),
+        ),
     ),
     Rule(
         "5.3",
-        "保留 AbortError 的取消语义",
-        "保留 AbortError 的取消语义。",
+        "AbortError 保持原来的名称",
+        "AbortError 保持原来的名称，adapter 才能识别取消。",
         (ABORT, _rule("test_rule_abort_error_keeps_its_name")),
     ),
     Rule(
@@ -278,7 +308,7 @@ RULES: tuple[Rule, ...] = (
         "5.4",
         "POST、stream 与 usage 选项、同一个 signal",
         "发送 POST，请求体加入 stream 与 usage 选项，并传递同一个 signal。",
-        (SENDS, _rule("test_rule_the_same_signal_reaches_the_transport")),
+        (SENDS, _rule("test_rule_the_body_asks_for_a_stream_with_usage")),
     ),
     Rule(
         "5.4",
@@ -298,33 +328,48 @@ RULES: tuple[Rule, ...] = (
             _beyond("test_key_stays_out_of_every_error_chain"),
         ),
     ),
-    Rule(
-        "5.4",
-        "AbortError 保持原来的名称",
-        "AbortError 保持原来的名称，adapter 才能识别取消。",
-        (
-            _rule("test_rule_abort_error_keeps_its_name"),
-            _rule("test_rule_abort_from_the_transport_ends_aborted_with_the_content"),
-        ),
-    ),
 )
 
 
-def split_check(check: str) -> tuple[str, str]:
-    """``(file, function)`` of a check's node id (a parametrized function stands for all its cases)."""
-    file, _, function = check.partition("::")
-    return file, function
+def split_check(check: str) -> tuple[str, str, str | None]:
+    """``(file, function, case)`` of a check's node id; ``case`` is ``None`` for all of a function's cases."""
+    file, _, name = check.partition("::")
+    function, bracket, case = name.partition("[")
+    return file, function, case.removesuffix("]") if bracket else None
 
 
 def rules_of(step: str) -> tuple[Rule, ...]:
     return tuple(rule for rule in RULES if rule.step == step)
 
 
+def _checks_shown(checks: tuple[str, ...]) -> str:
+    """The checks of a row, a function's cases gathered after its name."""
+    cases: dict[str, list[str]] = {}
+    for check in checks:
+        _, function, case = split_check(check)
+        cases.setdefault(function, [])
+        if case is not None:
+            cases[function].append(case)
+    return "<br>".join(
+        f"`{function}`" + (f"（{'、'.join(found)}）" if found else "") for function, found in cases.items()
+    )
+
+
 def markdown_table() -> str:
     """The table as LEARNING.md carries it: one row per rule, in the chapter's order."""
     lines = ["| 步骤 | 规则 | 章节原文 | 检查 |", "|---|---|---|---|"]
     for rule in RULES:
-        checks = "<br>".join(f"`{split_check(check)[1]}`" for check in rule.checks)
         quote = rule.quote.replace("|", "\\|")
-        lines.append(f"| {rule.step} | {rule.name} | {quote} | {checks} |")
+        lines.append(f"| {rule.step} | {rule.name} | {quote} | {_checks_shown(rule.checks)} |")
     return "\n".join(lines)
+
+
+TABLE_START = "<!-- BEGIN rules table: generated from pi_course/chapter/rules.py (markdown_table) -->\n"
+TABLE_END = "\n<!-- END rules table -->"
+
+
+def with_table(text: str) -> str:
+    """``text`` (LEARNING.md) with the block between the table's markers generated afresh."""
+    start = text.index(TABLE_START) + len(TABLE_START)
+    end = text.index(TABLE_END, start)
+    return text[:start] + markdown_table() + text[end:]

@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 from ..chapter.steps import BEYOND_TEST, FOCUSED_TEST, STEPS, Step
-from .rulestate import broken_rules, rule_name
+from .rulestate import broken_rules, rule_behind, rule_name
 from .stubs import Unfinished
 from .testrun import Detail, Report, step_of
 
@@ -392,7 +392,9 @@ def first_thing_to_fix(report: Report, steps: tuple[Step, ...] = STEPS) -> str |
         for name, _ in report.failures:
             if step_of(name, (step,)) is not None:
                 reason = _short_reason(report.details.get(name, Detail()))
-                return f"{head}：{name}" + (f" {reason}" if reason else "")
+                rule = rule_behind(report, step.number, name)
+                said = f"（规则「{rule.rule.name}」）" if rule is not None else ""
+                return f"{head}：{name}" + (f" {reason}" if reason else "") + said
         return f"{head}：测试没有全部运行"
     for beyond in report.beyond or ():
         if report.beyond_state(beyond) == "failed":

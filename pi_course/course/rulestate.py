@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..chapter.rules import RULES, Rule, split_check
-from ..chapter.steps import STEPS
+from ..chapter.steps import FOCUSED_TEST, STEPS
 from .testrun import Report
 
 RuleState = Literal["kept", "broken", "pending"]
@@ -27,11 +27,13 @@ class RuleResult:
 
 def _cases(report: Report, check: str) -> list[tuple[str, bool]]:
     """The outcomes of the test cases a check names: a function stands for all its parametrized cases."""
-    file, function = split_check(check)
+    file, function, case = split_check(check)
     found = []
     for key, passed in report.outcomes.items():
         key_file, _, name = key.partition("::")
-        if key_file == file and (name == function or name.startswith(function + "[")):
+        if key_file != file:
+            continue
+        if name == check.partition("::")[2] or (case is None and name.startswith(function + "[")):
             found.append((name, passed))
     return found
 
@@ -72,6 +74,37 @@ def broken_rules(report: Report, step: str | None = None) -> list[RuleResult]:
         for result in rule_results(report) or ()
         if result.state == "broken" and (step is None or result.rule.step == step)
     ]
+
+
+def rule_behind(report: Report, step: str, test: str) -> RuleResult | None:
+    """The rule a failing test of ``step`` most likely stands for, to name it beside the test.
+
+    First a broken rule of the step that names the test and has a failing check of its own (a
+    rule check or a beyond check), then any broken rule with a failing check of its own, then a
+    rule whose only evidence is focused tests, all failing, and last any rule naming the test.
+    """
+    broken = broken_rules(report, step)
+
+    def names(result: RuleResult) -> bool:
+        return test in result.failed
+
+    def own(result: RuleResult) -> bool:
+        focused = {name for name in result.failed if name in dict(report.failures)}
+        return bool(set(result.failed) - focused)
+
+    def only_focused(result: RuleResult) -> bool:
+        return all(split_check(check)[0] == FOCUSED_TEST for check in result.rule.checks)
+
+    for choose in (
+        lambda r: names(r) and own(r),
+        own,
+        lambda r: names(r) and only_focused(r),
+        names,
+    ):
+        found = [result for result in broken if choose(result)]
+        if found:
+            return found[0]
+    return None
 
 
 def rule_name(result: RuleResult) -> str:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pi_course.chapter.rules import RULES, RULES_TEST, markdown_table, split_check
+from pi_course.chapter.rules import RULES, RULES_TEST, markdown_table, split_check, with_table
 from pi_course.chapter.steps import BEYOND_TEST, FOCUSED_TEST, STEP_NUMBERS, STEPS
 from pi_course.course.check import record_of, verdict_of
 from pi_course.course.rulestate import rule_results, table_lines
@@ -42,14 +42,17 @@ def test_every_rule_has_a_check_and_every_check_exists() -> None:
         assert rule.checks, f"rule {rule.name!r} has no check"
         assert rule.step in STEP_NUMBERS, rule
         for check in rule.checks:
-            file, function = split_check(check)
+            file, function, case = split_check(check)
             assert file in files, f"{rule.name}: {check} names no shipped test file"
             assert function in files[file], f"{rule.name}: {check} names a test that does not exist"
+            if case is not None:  # a parametrized case: its id is a key of the function's cases
+                source = (ROOT / "tests" / file).read_text(encoding="utf-8")
+                assert f'"{case}":' in source, f"{rule.name}: {check} names a case that does not exist"
 
 
 def test_every_rule_check_belongs_to_a_rule_and_needs_no_later_step() -> None:
     numbers = list(STEP_NUMBERS)
-    named = {split_check(check) for rule in RULES for check in rule.checks}
+    named = {split_check(check)[:2] for rule in RULES for check in rule.checks}
     for name, node in functions_in(RULES_TEST).items():
         assert (RULES_TEST, name) in named, f"{name} is in no rule of pi_course/chapter/rules.py"
         doc = ast.get_docstring(node) or ""
@@ -57,7 +60,7 @@ def test_every_rule_check_belongs_to_a_rule_and_needs_no_later_step() -> None:
         assert marked_step(node) in numbers, f"{name}: one @pytest.mark.step(...)"
     for rule in RULES:
         for check in rule.checks:
-            file, function = split_check(check)
+            file, function, _ = split_check(check)
             if file == FOCUSED_TEST:
                 step = step_of(function)
                 needs = step.number if step is not None else None
@@ -77,9 +80,11 @@ def test_each_rule_quotes_the_chapter_as_written() -> None:
 
 
 def test_learning_md_carries_the_table_generated_from_the_one_table() -> None:
-    found = TABLE.search(TEMPLATE.read_text(encoding="utf-8"))
+    text = TEMPLATE.read_text(encoding="utf-8")
+    found = TABLE.search(text)
     assert found is not None, "LEARNING.md has no rules table between its markers"
-    assert found[1] == markdown_table(), "regenerate it: pi_course.chapter.rules.markdown_table()"
+    assert found[1] == markdown_table(), "regenerate it: text = pi_course.chapter.rules.with_table(text)"
+    assert with_table(text) == text
     assert len(found[1].splitlines()) == len(RULES) + 2
 
 
@@ -91,7 +96,7 @@ def all_passing() -> dict[str, bool]:
     for rule in RULES:
         for check in rule.checks:
             outcomes[check] = True
-    return outcomes
+    return outcomes  # a check naming a whole function stands for the function's one case here
 
 
 DONE = {step.number: step.expected for step in STEPS}
