@@ -807,7 +807,8 @@ async def test_rule_abort_ends_a_request_still_waiting_for_its_response() -> Non
     except TimeoutError:
         outcome = "abort() 之后 2 秒仍在等待响应"
     explain(
-        outcome != "没有异常" and "2 秒" not in outcome,  # which exception: test_rule_abort_error_keeps_its_name
+        outcome != "没有异常"
+        and "2 秒" not in outcome,  # which exception: test_rule_abort_error_keeps_its_name
         given="服务器一直不回响应头；0.05 秒后 abort()",
         expected="transport.stream() 很快以异常（AbortError）结束",
         actual=outcome,

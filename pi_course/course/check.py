@@ -23,6 +23,7 @@ from typing import Literal, NotRequired, TextIO, TypedDict
 
 from ..chapter.rules import RULES
 from ..chapter.steps import CHAPTER_TOTAL, STEP_NUMBERS, STEPS, Step
+from ..chapter.steps import step as step_named
 from .advice import first_thing_to_fix, next_step_lines
 from .locate import check_target, course_root, practice_path_problem
 from .rulestate import count_line, rule_name, rule_results, rules_ok, table_lines
@@ -121,8 +122,10 @@ def report_lines(report: Report, steps: tuple[Step, ...]) -> list[str]:
     rules = count_line(report)
     if rules is not None:
         lines.append(rules)
-        lines += [
-            f"  ✗ {rule_name(result)}" for result in rule_results(report) or () if result.state == "broken"
+        lines += [  # the broken rules of a done step: the verdict names the first
+            f"  ✗ {rule_name(result)}"
+            for result in rule_results(report) or ()
+            if result.state == "broken" and report.step_done(step_named(result.rule.step))
         ]
     if report.beyond_note is not None:
         lines.append(report.beyond_note)
@@ -243,6 +246,8 @@ def not_a_copy_record(path: str | Path, why: str) -> CheckRecord:
         beyond_total=0,
         first_failure=why,
         seconds=0.0,
+        rules_kept=0,
+        rules_total=len(RULES),
     )
 
 

@@ -118,8 +118,10 @@ def count_line(report: Report) -> str | None:
     if results is None:
         return None
     kept = sum(result.state == "kept" for result in results)
+    broken = sum(result.state == "broken" for result in results)
     pending = sum(result.state == "pending" for result in results)
-    return f"本章规则：{kept}/{len(results)}" + (f"（{pending} 项待完成）" if pending else "")
+    notes = [f"{broken} 项未守住"] * bool(broken) + [f"{pending} 项待完成"] * bool(pending)
+    return f"本章规则：{kept}/{len(results)}" + (f"（{'，'.join(notes)}）" if notes else "")
 
 
 def table_lines(report: Report) -> list[str]:

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 from learners import LEARNERS, apply, merge
 
+from pi_course.chapter.rules import RULES
 from pi_course.chapter.steps import STEPS
 from pi_course.course import advice, import_failure, stubs, testrun
 from pi_course.course.advice import failure_lines, next_step_lines
@@ -116,10 +117,11 @@ def test_the_reference_is_checked_only_when_asked_and_then_it_is_done(tmp_path: 
     assert result.stderr == ""
     lines = result.stdout.splitlines()
     assert lines[:5] == COURSE_LINES
-    passed, total = re.fullmatch(r"本章之外的检查：(\d+)/(\d+)", lines[5]).groups()  # type: ignore[union-attr]
+    assert lines[5] == f"本章规则：{len(RULES)}/{len(RULES)}"
+    passed, total = re.fullmatch(r"本章之外的检查：(\d+)/(\d+)", lines[6]).groups()  # type: ignore[union-attr]
     assert passed == total and int(total) >= 5
-    assert lines[6:-1] == [line for line in lines[6:-1] if line.startswith("  ✓ ")] and len(
-        lines[6:-1]
+    assert lines[7:-1] == [line for line in lines[7:-1] if line.startswith("  ✓ ")] and len(
+        lines[7:-1]
     ) == int(total)
     assert lines[-1] == "第 05 章：完成"
 
@@ -167,10 +169,11 @@ def test_half_way_the_beyond_checks_wait_for_their_steps(new_practice: Path) -> 
     assert result.returncode == 1
     lines = result.stdout.splitlines()
     assert lines[:2] == COURSE_LINES[:2] and lines[4] == "第 05 章聚焦测试：4/11"
-    total = int(re.fullmatch(r"本章之外的检查：0/(\d+)（\1 项待完成）", lines[5])[1])  # type: ignore[index]
+    assert re.fullmatch(r"本章规则：(\d+)/\d+（(\d+) 项未守住，(\d+) 项待完成）", lines[5]), lines[5]
+    total = int(re.fullmatch(r"本章之外的检查：0/(\d+)（\1 项待完成）", lines[6])[1])  # type: ignore[index]
     assert total >= 5
     assert "✓" not in result.stdout
-    assert lines[6] == f"  待完成 {total} 项：实践 5.3 的聚焦测试全部通过之后才算"
+    assert lines[7] == f"  待完成 {total} 项：实践 5.3 的聚焦测试全部通过之后才算"
     assert lines[-1].startswith("第 05 章：未完成——实践 5.3 SSE 与 unknown 边界（0/5 通过）：test_sse_")
     assert lines[-1].endswith(" 尚未实现")
     record = json_record(cli("check", "05", "--json", cwd=new_practice))
@@ -253,7 +256,7 @@ def test_json_record_of_a_fresh_copy(new_practice: Path, tmp_path: Path) -> None
     assert json_record(result) == {
         "name": "lab", "path": str(new_practice), "status": "incomplete", "focused": FOCUSED_NONE,
         "focused_passed": 0, "focused_total": 11, "beyond_passed": 0, "beyond_total": 0,
-        "first_failure": RED_LIGHT,
+        "first_failure": RED_LIGHT, "rules_kept": 0, "rules_total": len(RULES),
     }  # fmt: skip
 
 
@@ -265,6 +268,7 @@ def test_json_record_of_a_done_copy(completed: Path, tmp_path: Path) -> None:
     assert result.stderr.splitlines()[-1] == "第 05 章：完成"
     record = json_record(result)
     assert record.pop("beyond_passed") == record.pop("beyond_total")
+    assert record.pop("rules_kept") == record.pop("rules_total") == len(RULES)
     assert record == {
         "name": "lab", "path": str(completed), "status": "done",
         "focused": {"5.1": [1, 1], "5.2": [3, 3], "5.3": [5, 5], "5.4": [2, 2]},
@@ -290,6 +294,7 @@ def test_json_record_of_a_copy_that_does_not_import(completed: Path, tmp_path: P
         assert record == {
             "name": "lab", "path": str(completed), "status": "import-error", "focused": FOCUSED_NONE,
             "focused_passed": 0, "focused_total": 11, "beyond_passed": 0, "beyond_total": 0,
+            "rules_kept": 0, "rules_total": len(RULES),
         }  # fmt: skip
 
 

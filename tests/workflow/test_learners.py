@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from learners import NAMES, apply, mistake
 
+from pi_course.chapter.rules import RULES
 from pi_course.course import testrun
 
 pytestmark = pytest.mark.slow  # every test here works in a practice copy through subprocesses
@@ -76,7 +77,8 @@ def test_learner_passes_the_course_and_the_beyond_checks(starter: Path, tmp_path
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
     assert lines[:5] == COURSE_LINES
-    passed, total = re.fullmatch(r"本章之外的检查：(\d+)/(\d+)", lines[5]).groups()  # type: ignore[union-attr]
+    assert lines[5] == f"本章规则：{len(RULES)}/{len(RULES)}"
+    passed, total = re.fullmatch(r"本章之外的检查：(\d+)/(\d+)", lines[6]).groups()  # type: ignore[union-attr]
     assert passed == total and int(total) >= 5
     assert result.stderr == ""
 
