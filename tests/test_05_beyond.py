@@ -112,30 +112,51 @@ ERROR_PATHS = {
     "stream-error-payload": stream_error_payload,
     "invalid-chunk": invalid_chunk,
 }
+# What each path feeds the transport, as a failure shows it.
+ERROR_INPUTS = {
+    "http-status": "HTTP 401，body 的 error.message 里带着密钥",
+    "connect-error": "连接失败：httpx.ConnectError 的文字里带着 'Bearer <密钥>'",
+    "client-error": "发送时 RuntimeError 的文字里带着 'Authorization: Bearer <密钥>'",
+    "stream-error-payload": "流里先来一条 text，再来一条 error payload，message 里带着密钥",
+    "invalid-chunk": "流里先来一条 text，再来一条 choices 不是数组的 payload，choices 的值里带着密钥",
+}
 
 
-def chained(error: BaseException) -> list[BaseException]:
-    """The error and everything reachable through ``__cause__``, ``__context__`` and groups."""
-    found: list[BaseException] = []
-    pending = [error]
+def chained(error: BaseException) -> list[tuple[str, BaseException]]:
+    """The error and everything reachable through ``__cause__``, ``__context__`` and groups, each with its path."""
+    found: list[tuple[str, BaseException]] = []
+    pending = [("", error)]
     while pending:
-        current = pending.pop()
-        if any(current is seen for seen in found):
+        path, current = pending.pop(0)
+        if any(current is seen for _, seen in found):
             continue
-        found.append(current)
-        pending += [e for e in (current.__cause__, current.__context__) if e is not None]
-        pending += list(getattr(current, "exceptions", ()))
+        found.append((path, current))
+        pending += [
+            (f"{path}.{name}", e) for name in ("__cause__", "__context__") if (e := getattr(current, name))
+        ]
+        pending += [(f"{path}.exceptions[{i}]", e) for i, e in enumerate(getattr(current, "exceptions", ()))]
     return found
 
 
+def masked(text: str, width: int = 90) -> str:
+    """``text`` around the key's first place, the key itself shown as «密钥»."""
+    at = text.find(KEY)
+    start = max(0, at - width // 2)
+    piece = text[start : at + len(KEY) + width // 2].replace(KEY, "«密钥»")
+    return ("…" if start else "") + piece + ("…" if at + len(KEY) + width // 2 < len(text) else "")
+
+
 def leaks(error: BaseException) -> list[str]:
+    """Every place the key still is: which error on the chain, and where on it (str(), repr(), args[i])."""
     places = []
-    for depth, current in enumerate(chained(error)):
-        texts = [str(current), repr(current), *map(repr, current.args)]
-        if any(KEY in text for text in texts):
-            name = "错误本身" if depth == 0 else f"链上的 {type(current).__name__}（__context__/__cause__）"
-            places.append(f"{name}：{str(current).replace(KEY, '«密钥»')[:120]!r}")
-    if KEY in "".join(traceback.format_exception(error)):
+    for path, current in chained(error):
+        who = "错误本身" if not path else f"错误{path}（{type(current).__name__}）"
+        spots = [("str()", str(current)), ("repr()", repr(current))]
+        spots += [(f"args[{i}]", repr(arg)) for i, arg in enumerate(current.args)]
+        for where, text in spots:
+            if KEY in text:
+                places.append(f"{who} 的 {where}：{masked(text)}")
+    if not places and KEY in "".join(traceback.format_exception(error)):
         places.append("traceback.format_exception() 的输出")
     return places
 
@@ -152,12 +173,19 @@ async def test_key_stays_out_of_every_error_chain(respond: Respond) -> None:
             pass
     except Exception as raised:
         error = raised
-    if error is not None:
-        assert not leaks(error), f"密钥仍在：{'；'.join(leaks(error))}"
-
+    given = ERROR_INPUTS[respond.__name__.replace("_", "-")]
+    if error is not None and leaks(error):
+        raise AssertionError(
+            f"输入：{given}\n期望：离开 transport.stream() 的错误、它的错误链与 traceback 里都没有密钥\n"
+            f"实际：密钥仍在：{'；'.join(leaks(error))}"
+        )
     stream = model_over(respond).stream(context())
     result = await stream.result()
-    assert KEY not in (result.error_message or ""), "密钥出现在 error 事件的 error_message 里"
+    if KEY in (result.error_message or ""):
+        raise AssertionError(
+            f"输入：{given}\n期望：error 事件的 error_message 里没有密钥\n"
+            f"实际：error_message {masked(result.error_message or '')!r}"
+        )
 
 
 # --- exactly one terminal event --------------------------------------------------------------------
@@ -289,11 +317,14 @@ async def test_each_narrowing_rule_of_the_chapter_names_its_json_path(payload: o
         return httpx.Response(200, headers=SSE_HEADERS, content=sse(text_payload("正在"), payload))
 
     types, result = await one_terminal(model_over(respond))
-    assert types[-1] == "error", f"终态是 {types[-1]}：这条 payload 应当被拒绝"
     message = result.error_message or ""
-    assert message.startswith("Invalid provider chunk: "), f"error_message：{message!r}"
-    assert path in message, f"error_message 没有写出 {path}：{message!r}"
-    assert result.content == (TextContent("正在"),)
+    ok = types[-1] == "error" and message.startswith("Invalid provider chunk: ") and path in message
+    if not ok or result.content != (TextContent("正在"),):
+        raise AssertionError(
+            f"输入：SSE：text '正在' | data: {json.dumps(payload, ensure_ascii=False)}（要看的是 {path}）\n"
+            f"期望：error 终态，error_message 以 'Invalid provider chunk: ' 开头并写出 {path}，content 保留 '正在'\n"
+            f"实际：终态 {types[-1]}，error_message {message!r}，content {result.content!r}"
+        )
 
 
 @pytest.mark.step("5.3")

@@ -43,6 +43,37 @@ HINTS = {
     "test_fetch_transport_redacts": "pi_course/transport.py 的 _Secret.redact() 与 stream() 的错误出口",
 }
 
+# What each focused test feeds the learner's code, as a failure shows it ("输入：…").
+INPUTS = {
+    "test_outbound": (
+        "context：system prompt、user「读取 README.md」、assistant 的两个 tool call"
+        "（call-1 带 raw_arguments，call-2 没有）、call-1 的 tool result；tools：read"
+    ),
+    "test_normalized_transport_orders": (
+        "fixed_transport：tool 4 '{\"path\":' | text '先读' | tool 2 '{\"query\":' | "
+        "tool 4 '\"README.md\"}' | text '，再查' | tool 2 '\"pi\"}' | finish tool_calls（usage 10/6）"
+    ),
+    "test_normalized_transport_exception": (
+        "fixed_transport：text 'partial' | RuntimeError('socket reset by peer')"
+    ),
+    "test_normalized_transport_length": (
+        "fixed_transport：tool 0 call-1 read '{\"path\":\"REA' | finish length"
+    ),
+    "test_sse_interleaved": (
+        "SSE，从中间切成两次读取：tool 0 call-1 '{\"path\":' | tool 1 call-2 '{\"query\":' | "
+        "tool 0 '\"README.md\"}' | tool 1 '\"pi\"}' | finish_reason tool_calls | "
+        "尾随 usage 12/8/20 | [DONE]"
+    ),
+    "test_sse_missing_finish": "SSE，两次读取：text 'partial'，之后流结束，没有 finish_reason",
+    "test_sse_abort": "SSE：text 'partial'，之后读取一直等待；收到 text_delta 0.05 秒后 abort()",
+    "test_sse_invalid_chunk": "SSE：text 'partial' | {\"choices\": \"not-an-array\"}",
+    "test_sse_unknown_finish_reason": "SSE：text 'partial' | finish_reason \"content_filter\"",
+    "test_fetch_transport_sends": (
+        "base_url 'https://provider.invalid/v1/'，request {model, messages}，响应只有 finish stop"
+    ),
+    "test_fetch_transport_redacts": "底层 httpx.ConnectError 的文字带着 'Bearer <测试密钥>'",
+}  # fmt: skip
+
 # What running past the time bound usually means, per test: only when the test was stuck where
 # that meaning applies (see _timeout_meaning).
 TIMEOUT_MEANINGS = {
@@ -138,6 +169,13 @@ def _difference_lines(difference: dict[str, Any]) -> list[str]:
         inner_actual, inner_expected = _aligned(difference["actual"], difference["expected"], WIDTH // 2)
         lines.append(f"（第一处不同：{difference['path']}，{inner_actual} ≠ {inner_expected}）")
     return lines
+
+
+def _own_lines(detail: Detail) -> bool:
+    """The check said 输入/期望/实际 itself (tests/test_05_rules.py, the beyond checks)."""
+    return any(
+        line.removeprefix("AssertionError: ").startswith(SHOWN_LINES) for line in detail.message.splitlines()
+    )
 
 
 def _bare_assert(message: str) -> bool:
@@ -271,7 +309,8 @@ def failure_lines(report: Report, name: str, *, beyond: bool = False, same_hint:
         if detail.where and meaning is None:  # a known meaning already names the place to look
             decisive.append(f"停在 {detail.where}")
     else:
-        decisive = []
+        given = None if beyond else _lookup(INPUTS, name)
+        decisive = [f"输入：{given}"] if given else []
         if detail.assertion and (detail.difference is not None or _bare_assert(detail.message)):
             statement = detail.assertion + ("…" if detail.assertion[-1:] in "([{" else "")
             decisive.append(f"断言：{_shorten(statement)}")
@@ -281,7 +320,7 @@ def failure_lines(report: Report, name: str, *, beyond: bool = False, same_hint:
             lines = [line.removeprefix("AssertionError: ") for line in detail.message.splitlines()]
             own = [line for line in lines if line.startswith(SHOWN_LINES)]
             decisive += [_shorten(line, 2 * WIDTH) for line in own] or [_shorten(lines[0], 2 * WIDTH)]
-        for message in detail.error_messages:
+        for message in detail.error_messages if not _own_lines(detail) else ():  # 实际 already says it
             decisive.append(f"你的代码发出了 error 事件，error_message：{_shorten(repr(message), 2 * WIDTH)}")
         if detail.where and detail.difference is None:
             decisive.append(f"出错位置：{detail.where}")
@@ -348,7 +387,7 @@ def _grouped(report: Report, names: list[str]) -> list[str]:
         others = causes.get(cause, []) if cause is not None else []
         if len(others) > 1:
             told.add(cause)  # type: ignore[arg-type]
-            rest = [report.details.get(other, Detail()).label or other for other in others[1:]]
+            rest = [_short_name(report, other) for other in others[1:]]
             lines.append(
                 f"      同一原因（{_shorten(cause or '', WIDTH)}）"
                 f"还让这 {len(rest)} 项失败：{'；'.join(rest)}"
@@ -356,12 +395,37 @@ def _grouped(report: Report, names: list[str]) -> list[str]:
     return lines
 
 
+def _short_name(report: Report, name: str) -> str:
+    """A check named briefly: a parametrized case by its id, else its label or its name."""
+    if name.endswith("]") and "[" in name:
+        return name[name.index("[") + 1 : -1]
+    return report.details.get(name, Detail()).label or name
+
+
 def _rule_lines(report: Report, broken: list[Any]) -> list[str]:
-    """The broken rules of one step: the rule, the chapter's sentence, then its failing checks."""
+    """The broken rules of one step: the rule and the chapter's sentence, then its failing checks.
+
+    A cause already told under an earlier rule (the same error in every check) is named, not repeated.
+    """
     lines: list[str] = []
+    told: dict[str, str] = {}  # cause → the rule under which it was told
     for result in broken:
         lines.append(f"  ✗ {rule_name(result)}——章节：「{result.rule.quote}」")
-        lines += _grouped(report, [name for name in result.failed if name in report.details])
+        names = [name for name in result.failed if name in report.details]
+        causes = {name: cause_of(report.details[name]) for name in names}
+        same = [name for name in names if causes[name] in told]
+        fresh = [name for name in names if name not in same]
+        lines += _grouped(report, fresh)
+        for name in fresh:
+            cause = causes[name]
+            if cause is not None:
+                told.setdefault(cause, result.rule.name)
+        if same:
+            cause = causes[same[0]] or ""
+            lines.append(
+                f"      {len(same)} 项检查失败，原因同「{told[cause]}」（{_shorten(cause, WIDTH // 2)}）："
+                + "、".join(_short_name(report, name) for name in same)
+            )
     return lines
 
 

@@ -157,7 +157,7 @@ MISTAKES = {
         ["第 05 章聚焦测试：11/11",
          "  ✗ 密钥不在错误、错误链（__context__、__cause__）或 traceback 里（http-status）"
          "（test_key_stays_out_of_every_error_chain[http-status]）— 下一步：pi_course/transport.py 的 stream()",
-         "      密钥仍在：链上的 ConnectError（__context__/__cause__）：'proxy refused Bearer «密钥»'"],
+         "      实际：密钥仍在：错误.__context__（ConnectError）的 str()：proxy refused Bearer «密钥»"],
     ),
     "starter-url": (
         "bo", "transport.py",
