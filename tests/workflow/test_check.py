@@ -755,7 +755,9 @@ def test_the_stubs_left_over_yield_is_named_before_any_other_evidence() -> None:
     [
         ({"path": "[0]", "actual": "[]", "expected": "()", "types": ["list", "tuple"]}, "SNAPSHOT_HINT"),
         ({"path": ".total_tokens", "actual": "0", "expected": "16"}, "TOTAL_HINT"),
-        ({"path": "[0][1]", "actual": "4", "expected": "0"}, None),
+        ({"path": "[0][1]", "actual": "4", "expected": "0"}, "SLOT_HINT"),
+        ({"path": "[3][1]", "actual": "2", "expected": "0"}, "BUFFER_HINT"),
+        ({"path": "[0][2]", "actual": "''", "expected": "'{\"path\":'"}, None),
     ],
 )
 def test_the_usual_python_slips_of_5_2_are_told_by_the_first_difference(
