@@ -1,6 +1,7 @@
 """Shared pytest setup, plus what the ``check`` runner needs from chapter 05's test files.
 
-For tests in ``test_05_provider_adapter.py`` and ``test_05_beyond.py`` (and only those):
+For tests in ``test_05_provider_adapter.py``, ``test_05_beyond.py`` and ``test_05_rules.py`` (and
+only those):
 
 * **A time bound.** ``PI_COURSE_TEST_TIMEOUT`` seconds (default 5). An async test is cancelled at
   the bound, which ends any read blocked in an ``await``; a test still running two seconds later
@@ -14,9 +15,10 @@ For tests in ``test_05_provider_adapter.py`` and ``test_05_beyond.py`` (and only
   innermost line of ``pi_course`` code on the failure's traceback (for a timeout: the innermost
   line of the lesson's own code, where it was stuck), the time bound if it hit, and whether the
   test never awaited (``SIGALRM`` had to interrupt it).
-* **Steps of the beyond checks.** A check in ``test_05_beyond.py`` names the last practice step
-  it needs with ``@pytest.mark.step("5.x")``; that step is recorded (``pi_course_step``), and
-  ``check`` counts the check only once that step and every step before it pass.
+* **Steps of the beyond and rule checks.** A check in ``test_05_beyond.py`` or ``test_05_rules.py``
+  names the last practice step it needs with ``@pytest.mark.step("5.x")``; that step is recorded
+  (``pi_course_step``), and ``check`` counts the check only once that step and every step before
+  it pass.
 * **Progress.** With ``PI_COURSE_CHECK_PROGRESS`` naming a file, each test's start and outcome are
   appended to it as JSON lines, so a runner that had to stop a hung process can still name the test.
 

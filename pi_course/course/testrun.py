@@ -8,7 +8,9 @@ involved. Two sets, counted apart:
   step exactly as the chapter counts them (1/1, 3/3, 5/5, 2/2, 11/11);
 * the checks "beyond the chapter" (``tests/test_05_beyond.py``), each tied to the last practice
   step it needs (its ``@pytest.mark.step``): it counts only once that step and every step
-  before it pass, and is *pending* until then.
+  before it pass, and is *pending* until then;
+* the checks of the chapter's rules (``tests/test_05_rules.py``), run with the beyond checks and
+  read per rule of ``pi_course/chapter/rules.py`` by :mod:`.rulestate`.
 
 Nothing here can hang: every test has a time bound (``tests/conftest.py`` applies it, set by
 ``TEST_TIMEOUT``) and each process has one too (``RUN_TIMEOUT``). What the process leaves behind

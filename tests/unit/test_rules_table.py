@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import io
 import re
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import pytest
 
 from pi_course.chapter.rules import RULES, RULES_TEST, markdown_table, split_check, with_table
 from pi_course.chapter.steps import BEYOND_TEST, FOCUSED_TEST, STEP_NUMBERS, STEPS
-from pi_course.course.check import record_of, verdict_of
+from pi_course.course.check import print_report, record_of, verdict_of
 from pi_course.course.rulestate import rule_results, table_lines
 from pi_course.course.testrun import Report, step_of
 
@@ -138,3 +139,23 @@ def test_all_rules_kept_and_nothing_else_failing_is_done() -> None:
     report = Report(DONE, beyond=(), rule_checks=(), outcomes=all_passing())
     assert verdict_of(report).line == "第 05 章：完成"
     assert table_lines(report)[0] == f"本章规则：{len(RULES)}/{len(RULES)}"
+
+
+def test_check_rules_prints_every_rule_then_the_verdict() -> None:
+    outcomes = all_passing()
+    outcomes[f"{RULES_TEST}::test_rule_the_endpoint_is_checked_as_a_url"] = False
+    report = Report(DONE, beyond=(), rule_checks=(), outcomes=outcomes)
+    out = io.StringIO()
+    verdict = print_report(report, STEPS, beyond=True, file=out, rules=True)
+    lines = out.getvalue().splitlines()
+    assert lines[0] == f"本章规则：{len(RULES) - 1}/{len(RULES)}（1 项未守住）"
+    marks = [line.split(" ", 3)[2] for line in lines if line.startswith("  ") and not line.startswith("   ")]
+    assert len(marks) == len(RULES) + 1 and marks.count("✗") == 2  # the table's row, then the details
+    assert "      未通过：test_rule_the_endpoint_is_checked_as_a_url" in lines
+    assert (
+        lines[-1]
+        == verdict.line
+        == (
+            "第 05 章：未完成——实践 5.4 规则「检查最终 endpoint」：test_rule_the_endpoint_is_checked_as_a_url"
+        )
+    )
