@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 from ..chapter.steps import BEYOND_TEST, FOCUSED_TEST, STEPS, Step
-from .rulestate import broken_rules, rule_behind, rule_name
+from .rulestate import RuleResult, broken_rules, rule_behind, rule_name
 from .stubs import Unfinished
 from .testrun import Detail, Report, step_of
 
@@ -402,7 +402,7 @@ def _short_name(report: Report, name: str) -> str:
     return report.details.get(name, Detail()).label or name
 
 
-def _rule_lines(report: Report, broken: list[Any]) -> list[str]:
+def _rule_lines(report: Report, broken: list[RuleResult]) -> list[str]:
     """The broken rules of one step: the rule and the chapter's sentence, then its failing checks.
 
     A cause already told under an earlier rule (the same error in every check) is named, not repeated.
