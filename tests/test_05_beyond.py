@@ -155,7 +155,7 @@ def leaks(error: BaseException) -> list[str]:
         spots += [(f"args[{i}]", repr(arg)) for i, arg in enumerate(current.args)]
         for where, text in spots:
             if KEY in text:
-                places.append(f"{who} 的 {where}：{masked(text)}")
+                places.append(f"{who}的 {where}：{masked(text)}")
     if not places and KEY in "".join(traceback.format_exception(error)):
         places.append("traceback.format_exception() 的输出")
     return places
