@@ -65,7 +65,7 @@ INPUTS = {
         "尾随 usage 12/8/20 | [DONE]"
     ),
     "test_sse_missing_finish": "SSE，两次读取：text 'partial'，之后流结束，没有 finish_reason",
-    "test_sse_abort": "SSE：text 'partial'，之后读取一直等待；收到 text_delta 0.05 秒后 abort()",
+    "test_sse_abort": "SSE：text 'partial'，之后读取一直等待；收到 text_delta 0.05 秒后发出取消信号",
     "test_sse_invalid_chunk": "SSE：text 'partial' | {\"choices\": \"not-an-array\"}",
     "test_sse_unknown_finish_reason": "SSE：text 'partial' | finish_reason \"content_filter\"",
     "test_fetch_transport_sends": (
@@ -302,14 +302,15 @@ def failure_lines(report: Report, name: str, *, beyond: bool = False, same_hint:
     ``same_hint``: the test before it had the same next step, which is then said once ("同上").
     """
     detail = report.details.get(name, Detail())
+    given = None if beyond else _lookup(INPUTS, name)
     if detail.timeout is not None:
         meaning = _timeout_meaning(name, detail)
         general = NEVER_AWAITS if detail.never_awaits else TIMEOUT_MEANING
-        decisive = [f"超过 {detail.timeout:g} 秒没有结束：{meaning or general}。"]
+        decisive = [f"输入：{given}"] if given else []
+        decisive.append(f"超过 {detail.timeout:g} 秒没有结束：{meaning or general}。")
         if detail.where and meaning is None:  # a known meaning already names the place to look
             decisive.append(f"停在 {detail.where}")
     else:
-        given = None if beyond else _lookup(INPUTS, name)
         decisive = [f"输入：{given}"] if given else []
         if detail.assertion and (detail.difference is not None or _bare_assert(detail.message)):
             statement = detail.assertion + ("…" if detail.assertion[-1:] in "([{" else "")
@@ -456,9 +457,11 @@ def first_thing_to_fix(report: Report, steps: tuple[Step, ...] = STEPS) -> str |
         for name, _ in report.failures:
             if step_of(name, (step,)) is not None:
                 reason = _short_reason(report.details.get(name, Detail()))
-                rule = rule_behind(report, step.number, name)
-                said = f"（规则「{rule.rule.name}」）" if rule is not None else ""
-                return f"{head}：{name}" + (f" {reason}" if reason else "") + said
+                rule = rule_behind(report, step.number, name) if reason != "尚未实现" else None
+                said = (
+                    f"（规则「{rule.rule.name}」）" if rule is not None else ""
+                )  # a stub breaks no rule yet
+                return f"{head}：{name}{said}" + (f" {reason}" if reason else "")
         return f"{head}：测试没有全部运行"
     for beyond in report.beyond or ():
         if report.beyond_state(beyond) == "failed":

@@ -481,8 +481,9 @@ def test_a_loop_that_never_awaits_is_stopped_and_named(completed: Path) -> None:
         "  ✗ test_outbound_conversion_maps_four_roles_and_tools_without_touching_input — 下一步："
         "看 pi_course/outbound.py 的 to_provider_messages()：第 "
     )
-    assert lines[3] == "      超过 1 秒没有结束：" + advice.NEVER_AWAITS + "。"
-    assert lines[4].startswith("      停在 pi_course/outbound.py:") and lines[4].endswith(
+    assert lines[3] == "      输入：" + advice.INPUTS["test_outbound"]
+    assert lines[4] == "      超过 1 秒没有结束：" + advice.NEVER_AWAITS + "。"
+    assert lines[5].startswith("      停在 pi_course/outbound.py:") and lines[5].endswith(
         "(to_provider_messages)"
     )
     assert lines[-1].startswith("实践 5.1：未完成——实践 5.1 出站转换（0/1 通过）：test_outbound") and lines[
@@ -513,8 +514,9 @@ def test_a_loop_in_feed_is_not_blamed_on_the_abort_race(completed: Path, tmp_pat
     abort = "test_sse_abort_during_a_blocked_read_ends_aborted_and_closes_the_response"
     lines = failure_lines(Report({}, details={abort: detail}), abort)
     assert lines[0].startswith(f"  ✗ {abort} — 下一步：看 pi_course/sse.py 的 SSEDecoder.feed()：第 ")
-    assert lines[1] == "      超过 1 秒没有结束：" + advice.NEVER_AWAITS + "。"
-    assert lines[2] == f"      停在 {detail.where}"
+    assert lines[1] == "      输入：" + advice.INPUTS["test_sse_abort"]
+    assert lines[2] == "      超过 1 秒没有结束：" + advice.NEVER_AWAITS + "。"
+    assert lines[3] == f"      停在 {detail.where}"
     assert "AbortRace" not in "\n".join(lines) and "abort" not in "\n".join(lines[1:])
 
 

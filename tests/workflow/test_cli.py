@@ -174,6 +174,7 @@ def test_the_copy_carries_its_target_and_the_package_data(copy: Path) -> None:
     assert "# BEGIN LAB" not in (copy / "pi_course" / "adapter.py").read_text(encoding="utf-8")
     assert (copy / "pi_course" / "course" / "templates" / "LEARNING.md").is_file()
     assert (copy / "tests" / "test_05_beyond.py").is_file()
+    assert (copy / "tests" / "test_05_rules.py").is_file()
 
 
 @pytest.mark.slow

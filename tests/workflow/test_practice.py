@@ -201,6 +201,7 @@ def test_a_wheel_carries_what_practice_needs(tmp_path: Path) -> None:
     assert "pi_course/_course/tests/test_05_provider_adapter.py" in names
     assert "pi_course/_course/notebooks/05-2-state-machine.ipynb" in names
     assert "pi_course/_course/tests/test_05_beyond.py" in names
+    assert "pi_course/_course/tests/test_05_rules.py" in names
     assert "pi_course/course/templates/LEARNING.md" in names
 
     env = {**os.environ, "PYTHONPATH": str(site)}
@@ -208,6 +209,7 @@ def test_a_wheel_carries_what_practice_needs(tmp_path: Path) -> None:
     assert made.returncode == 0, made.stderr
     assert (tmp_path / "lab" / "tests" / "test_05_provider_adapter.py").is_file()
     assert (tmp_path / "lab" / "tests" / "test_05_beyond.py").is_file()
+    assert (tmp_path / "lab" / "tests" / "test_05_rules.py").is_file()
     assert (tmp_path / "lab" / "pi_course" / "course" / "target-05" / "transport.py").is_file()
     assert not (tmp_path / "lab" / "pi_course" / "_course").exists()
     assert len(list((tmp_path / "lab" / "notebooks").glob("05-*.ipynb"))) == len(
