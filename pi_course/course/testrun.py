@@ -10,10 +10,11 @@ involved. Two sets, counted apart:
   step it needs (its ``@pytest.mark.step``): it counts only once that step and every step
   before it pass, and is *pending* until then.
 
-Nothing here can hang: every test has a time bound (``tests/conftest.py`` applies it, set by
-``TEST_TIMEOUT``) and each process has one too (``RUN_TIMEOUT``). What the process leaves behind
-(junit XML with ``conftest.py``'s facts, or its progress file when it had to be stopped) is
-read back here; :mod:`.advice` turns it into next steps.
+Nothing here can hang: every test has a time bound (the runner's own pytest plugin,
+:mod:`pi_course_check.plugin`, applies it; :mod:`pi_course_check.contract` holds what both sides
+agree on) and each process has one too (``RUN_TIMEOUT``). What the process leaves behind (junit XML
+with the plugin's facts, or its progress file when it had to be stopped) is read back here;
+:mod:`.advice` turns it into next steps.
 """
 
 from __future__ import annotations
@@ -39,9 +40,17 @@ from .import_failure import (
     import_failure_from_text,
 )
 from .locate import beyond_test_file, course_root, focused_test_file
+from .plugin_path.pi_course_check.contract import (
+    PLUGIN,
+    PROGRESS_VARIABLE,
+    TEST_TIMEOUT,
+    TIMEOUT_VARIABLE,
+    Fact,
+    read_progress_line,
+)
 from .stubs import Unfinished, unfinished
 
-TEST_TIMEOUT = 5.0  # seconds per test; a correct solution needs milliseconds
+PLUGIN_PATH = Path(__file__).resolve().parent / "plugin_path"  # first on the test process's sys.path
 RUN_TIMEOUT = 90.0  # seconds for each process (the import probe, pytest), whatever happens inside it
 
 BeyondState = Literal["passed", "failed", "pending"]
@@ -49,7 +58,7 @@ BeyondState = Literal["passed", "failed", "pending"]
 
 @dataclass(frozen=True)
 class Detail:
-    """What the test process found out about one failing test (see ``tests/conftest.py``)."""
+    """What the test process found out about one failing test (see :class:`.contract.Fact`)."""
 
     message: str = ""  # the report's "E" lines
     timeout: float | None = None  # the bound the test ran past
@@ -138,11 +147,12 @@ print("；".join(missing))
 
 def _environment(root: Path, progress: Path | None = None) -> dict[str, str]:
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
+    # The plugin's folder holds nothing else, so the tree under test cannot shadow it.
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PLUGIN_PATH), str(root), env.get("PYTHONPATH")]))
     env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
-    env.setdefault("PI_COURSE_TEST_TIMEOUT", f"{TEST_TIMEOUT:g}")
+    env.setdefault(TIMEOUT_VARIABLE, f"{TEST_TIMEOUT:g}")
     if progress is not None:
-        env["PI_COURSE_CHECK_PROGRESS"] = str(progress)
+        env[PROGRESS_VARIABLE] = str(progress)
     # The same report everywhere: some kernels force colour, and pytest prints full, untruncated
     # assertion diffs when it sees a CI variable.
     for variable in ("FORCE_COLOR", "PY_COLORS", "CLICOLOR_FORCE", "CI", "BUILD_NUMBER"):
@@ -211,15 +221,19 @@ def run_tests(
     *,
     beyond: bool = False,
     verbose: bool = False,
+    tests: Path | None = None,
 ) -> Report:
-    """Run the focused tests of ``steps`` (with ``beyond``: every focused test and the beyond checks)."""
+    """Run the focused tests of ``steps`` (with ``beyond``: every focused test and the beyond checks).
+
+    ``tests`` is the folder holding the chapter's test files; by default the tree's own.
+    """
     root = course_root(path)
     red = _probe(root)
     if red is not None:
         return red
-    test_file = focused_test_file(root)
+    test_file = focused_test_file(tests or root)
     files = [test_file]
-    beyond_file = beyond_test_file(root) if beyond else None
+    beyond_file = beyond_test_file(tests or root) if beyond else None
     beyond_note = None
     if beyond and beyond_file is None:
         beyond_note = f"本章之外的检查：没有找到 tests/{BEYOND_TEST}，跳过"
@@ -232,7 +246,7 @@ def run_tests(
         selection = [] if beyond_file is not None else ["-k", " or ".join(step.keyword for step in steps)]
         command = [
             sys.executable, "-m", "pytest", *map(str, files), *selection,
-            "-vv" if verbose else "-q", "-p", "no:cacheprovider",
+            "-vv" if verbose else "-q", "-p", PLUGIN, "-p", "no:cacheprovider",
             # The focused tests need neither; importing nbval's and hypothesis' plugins costs seconds.
             "-p", "no:nbval", "-p", "no:hypothesispytest",
             "--rootdir", str(test_file.parent), "-o", "addopts=", "--color=no", "--code-highlight=no",
@@ -292,7 +306,7 @@ def _is_beyond(classname_or_nodeid: str) -> bool:
 
 
 def read_junit(junit: Path, steps: tuple[Step, ...] = STEPS, *, with_beyond: bool = False) -> Report:
-    """A finished pytest run's junit XML (with ``conftest.py``'s facts) as a :class:`Report`."""
+    """A finished pytest run's junit XML (with the plugin's facts) as a :class:`Report`."""
     passed: dict[str, int] = {}
     failures: list[tuple[str, str]] = []
     details: dict[str, Detail] = {}
@@ -310,11 +324,11 @@ def read_junit(junit: Path, steps: tuple[Step, ...] = STEPS, *, with_beyond: boo
             details[name] = detail
             if not is_beyond:
                 failures.append((name, detail.message))
-        elif "pi_course_label" in properties:
-            details[name] = Detail(label=properties["pi_course_label"])
+        elif Fact.LABEL in properties:
+            details[name] = Detail(label=properties[Fact.LABEL])
         if is_beyond:
-            label = properties.get("pi_course_label")
-            beyond.append(BeyondCheck(name, not problems, properties.get("pi_course_step"), label))
+            label = properties.get(Fact.LABEL)
+            beyond.append(BeyondCheck(name, not problems, properties.get(Fact.STEP), label))
             continue
         step = step_of(name, steps)
         if step is not None:
@@ -337,11 +351,11 @@ def read_progress(
     outcomes: dict[str, str] = {}
     if progress.exists():
         for line in progress.read_text(encoding="utf-8").splitlines():
-            record = json.loads(line)
-            if "start" in record:
-                started.append(record["start"])
+            nodeid, outcome = read_progress_line(line)
+            if outcome is None:
+                started.append(nodeid)
             else:
-                outcomes[record["nodeid"]] = record["outcome"]
+                outcomes[nodeid] = outcome
     if not started:
         tail = output.strip().splitlines()[-3:]
         stopped = f"测试进程超过 {RUN_TIMEOUT:g} 秒，已被停止" if returncode is None else None
@@ -382,19 +396,19 @@ def read_progress(
 
 
 def _detail(report: str, properties: dict[str, str]) -> Detail:
-    timeout = properties.get("pi_course_timeout")
-    difference = properties.get("pi_course_difference")
-    errors = properties.get("pi_course_error_message")
+    timeout = properties.get(Fact.TIMEOUT)
+    difference = properties.get(Fact.DIFFERENCE)
+    errors = properties.get(Fact.ERROR_MESSAGE)
     return Detail(
         message=_assertion_lines(report),
         timeout=float(timeout) if timeout else None,
         difference=json.loads(difference) if difference else None,
         error_messages=tuple(json.loads(errors)) if errors else (),
-        where=properties.get("pi_course_where"),
+        where=properties.get(Fact.WHERE),
         assertion=_failing_line(report),
-        label=properties.get("pi_course_label"),
-        hint=properties.get("pi_course_hint"),
-        never_awaits=properties.get("pi_course_never_awaits") == "1",
+        label=properties.get(Fact.LABEL),
+        hint=properties.get(Fact.HINT),
+        never_awaits=properties.get(Fact.NEVER_AWAITS) == "1",
     )
 
 

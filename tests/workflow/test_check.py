@@ -26,6 +26,7 @@ from pi_course.chapter.steps import STEPS
 from pi_course.course import advice, import_failure, stubs, testrun
 from pi_course.course.advice import failure_lines, next_step_lines
 from pi_course.course.check import check, check_record, steps_for, verdict_of
+from pi_course.course.plugin_path.pi_course_check.contract import PLUGIN, TIMEOUT_VARIABLE
 from pi_course.course.testrun import BeyondCheck, Detail, Report, read_junit, run_tests
 
 ROOT = Path(__file__).parents[2]
@@ -447,7 +448,7 @@ def test_a_blocked_read_is_named_with_its_meaning_by_the_per_test_bound(complete
         "yield race.iterate(response.aiter_bytes())",
         "yield response.aiter_bytes()",
     )
-    env = {**os.environ, "PI_COURSE_TEST_TIMEOUT": "1"}
+    env = {**os.environ, TIMEOUT_VARIABLE: "1"}
     result = cli("check", "05", "--course-only", cwd=completed, env=env)
     assert result.returncode == 1
     assert "SSE 与 unknown 边界：4/5 未通过" in result.stdout
@@ -466,7 +467,7 @@ def test_a_blocked_read_is_named_with_its_meaning_by_the_per_test_bound(complete
 def test_a_loop_that_never_awaits_is_stopped_and_named(completed: Path) -> None:
     edit(completed, "outbound.py", "def to_provider_messages(context: AgentContext) -> list[WireMessage]:\n",
          "def to_provider_messages(context: AgentContext) -> list[WireMessage]:\n    while True:\n        pass\n")  # fmt: skip
-    env = {**os.environ, "PI_COURSE_TEST_TIMEOUT": "1"}
+    env = {**os.environ, TIMEOUT_VARIABLE: "1"}
     result = cli("check", "05", "--step", "5.1", cwd=completed, env=env)
     assert result.returncode == 1
     lines = result.stdout.splitlines()
@@ -493,8 +494,9 @@ def test_a_loop_in_feed_is_not_blamed_on_the_abort_race(completed: Path, tmp_pat
     junit = tmp_path / "junit.xml"
     subprocess.run(
         [sys.executable, "-m", "pytest", "tests/test_05_provider_adapter.py", "-q", "-p", "no:cacheprovider",
-         "-o", "addopts=", "-k", "sse", f"--junitxml={junit}"],
-        cwd=completed, env={**os.environ, "PYTHONPATH": str(completed), "PI_COURSE_TEST_TIMEOUT": "1"},
+         "-p", PLUGIN, "-o", "addopts=", "-k", "sse", f"--junitxml={junit}"],
+        cwd=completed,
+        env={**os.environ, "PYTHONPATH": f"{testrun.PLUGIN_PATH}{os.pathsep}{completed}", TIMEOUT_VARIABLE: "1"},
         capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     # The first test stuck in a loop that never awaits stops the session: the other four never ran.
@@ -524,7 +526,7 @@ def test_a_process_past_the_whole_run_bound_is_stopped_and_the_test_named(
     # machine; the import probe (bounded the same way) is skipped.
     monkeypatch.setattr(testrun, "RUN_TIMEOUT", 10.0)
     monkeypatch.setattr(testrun, "_PROBE", "")
-    monkeypatch.setenv("PI_COURSE_TEST_TIMEOUT", "60")
+    monkeypatch.setenv(TIMEOUT_VARIABLE, "60")
     report = run_tests(steps_for(None), completed)
     assert (
         report.failures[0][0] == "test_outbound_conversion_maps_four_roles_and_tools_without_touching_input"

@@ -20,6 +20,7 @@ import pytest
 from learners import NAMES, apply, mistake
 
 from pi_course.course import testrun
+from pi_course.course.plugin_path.pi_course_check.contract import TIMEOUT_VARIABLE
 
 pytestmark = pytest.mark.slow  # every test here works in a practice copy through subprocesses
 
@@ -60,7 +61,7 @@ def check(
 ) -> tuple[subprocess.CompletedProcess[str], float]:
     env = dict(os.environ)
     if bound is not None:
-        env["PI_COURSE_TEST_TIMEOUT"] = f"{bound:g}"
+        env[TIMEOUT_VARIABLE] = f"{bound:g}"
     started = time.monotonic()
     result = subprocess.run(
         [sys.executable, "-m", "pi_course", "check", "05", *args],
