@@ -22,10 +22,6 @@ class Step:
     keyword: str  # the pytest ``-k`` filter over FOCUSED_TEST
     expected: int  # how many focused tests that filter selects
 
-    @property
-    def test_command(self) -> str:
-        return f"python -m pytest tests/{FOCUSED_TEST} -k {self.keyword}"
-
 
 STEPS = (
     Step("5.1", "出站转换", ("pi_course/protocol.py", "pi_course/outbound.py"), "outbound", 1),

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from ..chapter.steps import STEP_NUMBERS
+from .import_failure import lesson_imported
 
 EXIT_USAGE = 2  # a bad argument, path or variable: nothing was run
 EXIT_INTERRUPTED = 130
@@ -284,6 +285,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             check.error("--json 给出整章的记录：不能和 --step、--course-only 或 -v 一起用")
     except SystemExit as stop:  # --help, or a one-line usage error already printed
         return stop.code if isinstance(stop.code, int) else EXIT_USAGE
+    if args.command in ("chat", "serve"):  # the only commands that run the lesson in this process
+        broken = lesson_imported()
+        if broken is not None:
+            _say(broken)
+            return 1
     if args.command == "serve":
         try:
             return _serve(args.host, args.port)

@@ -236,7 +236,7 @@ def test_checkpoint_diff_inside_a_copy_prints_the_target_diff(copy: Path) -> Non
     assert "--- starter/pi_course/protocol.py" in result.stdout
     assert "+++ target/pi_course/protocol.py" in result.stdout
     assert "+class ToolDefinition:" in result.stdout
-    assert "+    ToolDefinition," in result.stdout  # 5.1's export in __init__.py
+    assert "+        ToolDefinition," in result.stdout  # 5.1's export in __init__.py
     assert "BEGIN LAB" not in result.stdout
     # The same diff as the reference prints.
     assert result.stdout == target_diff()
