@@ -14,8 +14,9 @@ import sys
 from pathlib import Path
 
 from ..chapter.steps import FOCUSED_TEST, STEPS, Step
+from .diffs import DIFF_FILES, target_diff
 from .locate import find_course_tree, is_practice_copy
-from .practice import DIFF_FILES, TARGET_FOLDER, PracticeError, lab_regions, reference_sources, target_diff
+from .starters import TARGET_FOLDER, PracticeError, lab_regions, reference_sources
 
 EXIT_USAGE = 2
 

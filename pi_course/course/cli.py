@@ -302,7 +302,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             _say("chat 已中断（Ctrl-C）。")
             return EXIT_INTERRUPTED
     if args.command == "practice":
-        from .practice import PracticeError, create_practice
+        from .practice import create_practice
+        from .starters import PracticeError
 
         try:
             target = create_practice(args.directory)

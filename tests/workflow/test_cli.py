@@ -20,8 +20,10 @@ import pytest
 from pi_course.course import cli as cli_module
 from pi_course.course import practice as practice_module
 from pi_course.course.cli import main, unknown_model_line
+from pi_course.course.diffs import target_diff
 from pi_course.course.locate import check_target
-from pi_course.course.practice import TARGET_FOLDER, create_practice, target_diff
+from pi_course.course.practice import create_practice
+from pi_course.course.starters import TARGET_FOLDER
 from pi_course.provider.connect import (
     LOCAL_DEFAULT_MODEL,
     ConfigurationError,

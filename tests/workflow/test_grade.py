@@ -33,10 +33,10 @@ from learners import apply, mistake
 
 from pi_course.chapter.steps import CHAPTER_TOTAL, STEPS
 from pi_course.course import grade as grading
+from pi_course.course.classroom import CI_REQUIREMENTS
 from pi_course.course.grade import Graded, GradeError, Source, UnsafeArchive, discover, extract, grade_one
 from pi_course.course.grade_report import table, to_csv, to_html, to_json
 from pi_course.course.import_failure import IMPORT_BOUND
-from pi_course.course.practice import CI_REQUIREMENTS
 
 ROOT = Path(__file__).parents[2]
 FIELDS = [
