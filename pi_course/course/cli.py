@@ -256,6 +256,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     checkpoint.add_argument("--diff", action="store_true", help="print the target diff: starter → target")
     checkpoint.add_argument("--mine", action="store_true", help="with --diff: from your files to the target")
 
+    from .grade import DEFAULT_TIMEOUT as GRADE_TIMEOUT  # the grade command's own default, read here
+
     grade = commands.add_parser(
         "grade",
         help="check a class of practice copies (folders, folders of copies, .zip/.tar.gz), in parallel",
@@ -274,7 +276,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--jobs", type=_positive(int), metavar="N", help="copies checked at once (default: CPU count)"
     )
     grade.add_argument(
-        "--timeout", type=_positive(float), default=120.0, metavar="S", help="seconds per copy (default: 120)"
+        "--timeout",
+        type=_positive(float),
+        default=GRADE_TIMEOUT,
+        metavar="S",
+        help=f"seconds per copy (default: {GRADE_TIMEOUT:g})",
     )
 
     try:

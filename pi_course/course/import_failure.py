@@ -9,12 +9,11 @@ from __future__ import annotations
 import contextlib
 import importlib
 import re
-import signal
-import threading
 import traceback
-from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
+
+from .plugin_path.pi_course_check.alarm import alarm
 
 PACKAGE = Path(__file__).resolve().parents[1]  # the pi_course package this module belongs to
 CHECK_COMMAND = "python -m pi_course check 05"
@@ -134,12 +133,8 @@ def importing_a_module(error: BaseException, package: Path = PACKAGE) -> bool:
     )
 
 
-@contextlib.contextmanager
-def _import_bound(seconds: float, package: Path = PACKAGE) -> Iterator[None]:
-    """Stop an import of the package that never ends (a loop at a module's top level)."""
-    if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
-        yield  # Windows, or not the main thread: no alarm; check's probe still bounds its import
-        return
+def _import_bound(seconds: float, package: Path = PACKAGE) -> contextlib.AbstractContextManager[None]:
+    """Stop an import of the package that never ends (a loop at a module's top level), where it is stuck."""
     root = package.resolve()
 
     def stuck(signum: int, frame: FrameType | None) -> None:
@@ -152,10 +147,4 @@ def _import_bound(seconds: float, package: Path = PACKAGE) -> Iterator[None]:
                 )
             frame = frame.f_back
 
-    previous = signal.signal(signal.SIGALRM, stuck)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+    return alarm(seconds, stuck)

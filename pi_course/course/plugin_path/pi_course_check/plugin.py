@@ -25,16 +25,15 @@ import dataclasses
 import functools
 import json
 import os
-import signal
 import sys
-import threading
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator
 from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any
 
 import pytest
 
+from .alarm import alarm
 from .contract import PROGRESS_VARIABLE, TIMEOUT_VARIABLE, Fact, progress_line, time_bound
 
 SYNC_GRACE = 2.0  # how much longer than the bound an async test may take to react to cancellation
@@ -86,7 +85,14 @@ class CheckReporter:
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, object, object]:
         is_async = asyncio.iscoroutinefunction(getattr(item, "obj", None))
         after = self.seconds + SYNC_GRACE if is_async else self.seconds
-        with _alarm(item, self.seconds, after):
+        seconds = self.seconds
+
+        def interrupt(signum: int, frame: FrameType | None) -> None:
+            item.stash[_timed_out] = seconds
+            item.stash[_interrupted] = True
+            pytest.fail(_timeout_text(seconds))
+
+        with alarm(after, interrupt):
             return (yield)
 
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
@@ -155,27 +161,6 @@ def _bounded(test: Callable[..., Any], item: pytest.Item, seconds: float) -> Cal
             pytest.fail(_timeout_text(seconds))
 
     return bounded
-
-
-@contextlib.contextmanager
-def _alarm(item: pytest.Item, seconds: float, after: float) -> Iterator[None]:
-    """Interrupt the test ``after`` seconds from now, wherever it is (Unix main thread only)."""
-    if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def interrupt(signum: int, frame: FrameType | None) -> None:
-        item.stash[_timed_out] = seconds
-        item.stash[_interrupted] = True
-        pytest.fail(_timeout_text(seconds))
-
-    previous = signal.signal(signal.SIGALRM, interrupt)
-    signal.setitimer(signal.ITIMER_REAL, after)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def _failure_facts(
