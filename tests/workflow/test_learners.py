@@ -84,6 +84,7 @@ def test_learner_passes_the_course_and_the_beyond_checks(starter: Path, tmp_path
     assert result.stderr == ""
 
 
+@pytest.mark.notebooks  # make stages, not make test
 def test_a_completed_copys_notebooks_run_under_nbval_lax(starter: Path, tmp_path: Path) -> None:
     copy = learner_copy(starter, tmp_path, NAMES[-1])
     notebooks = {path: path.read_bytes() for path in (copy / "notebooks").glob("*.ipynb")}
