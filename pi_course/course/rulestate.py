@@ -12,7 +12,7 @@ from typing import Literal
 
 from ..chapter.rules import RULES, Rule, split_check
 from ..chapter.steps import FOCUSED_TEST, STEPS
-from .testrun import Report
+from .report import Report
 
 RuleState = Literal["kept", "broken", "pending"]
 MARKS = {"kept": "✓", "broken": "✗", "pending": "待完成"}
