@@ -41,7 +41,7 @@ from pi_course import (
     sse,
 )
 from pi_course.protocol import AssistantContent
-from pi_course.reading import InvalidProviderChunk
+from pi_course.seam import InvalidProviderChunk
 
 READ_SIZE = 4096
 ROUNDS = 7
@@ -237,7 +237,7 @@ def plain_with_content(self: AssistantMessage, content: tuple[AssistantContent, 
 
 
 def plain_parse_json(data: str) -> object:
-    """``pi_course.reading.parse_json`` without its trick: every payload parsed where it is read."""
+    """``pi_course.payload_reading.parse_json`` without its trick: every payload parsed where it is read."""
     try:
         return json.loads(data)
     except ValueError:
@@ -253,7 +253,7 @@ TRICKS: dict[str, tuple[str, object, str, Callable[..., object]]] = {
         "with_content",
         plain_with_content,
     ),
-    "reading.parse_json": (
+    "payload_reading.parse_json": (
         "the payload the given reading parsed, handed on, not json.loads again",
         sse,
         "parse_json",

@@ -2,10 +2,11 @@
 
 The lesson sits at the top: ``protocol`` holds the canonical protocol, ``outbound`` is practice
 5.1, ``adapter`` 5.2, ``sse`` 5.3, ``transport`` 5.3 (reading and abort) and 5.4 (the request and the
-key); ``scripted`` is chapter 04's offline model and ``migration`` the optional exercise. The
-tooling lives in subpackages: ``chapter`` (the steps and fixtures, defined once), ``provider``
-(the embedded OpenAI-compatible server and ``connect()``), ``course`` (practice copies, ``check``,
-the CLI) and ``notebook`` (widgets and display helpers). Everything users rely on is importable from here.
+key); ``seam`` is the contract between transport and adapter; ``scripted`` is chapter 04's offline
+model and ``migration`` the optional exercise. The tooling lives in subpackages: ``chapter`` (the
+steps and fixtures, defined once), ``provider`` (the embedded OpenAI-compatible server and
+``connect()``), ``course`` (practice copies, ``check``, the CLI) and ``notebook`` (widgets and
+display helpers). Everything users rely on is importable from here.
 """
 
 import sys as _sys
@@ -18,16 +19,7 @@ if _sys.argv[:1] == ["-m"] or "".join(_sys.argv[:1]).endswith(("pi-course", "pi-
 
     report_import_failures_in_one_line()
 
-from .adapter import (
-    FinishChunk,
-    OpenAICompatibleModel,
-    ProviderChunk,
-    ProviderRequest,
-    ProviderTransport,
-    TextChunk,
-    ToolChunk,
-    fixed_transport,
-)
+from .adapter import OpenAICompatibleModel, fixed_transport
 from .outbound import to_provider_messages, to_provider_tools
 from .protocol import (
     EMPTY_USAGE,
@@ -62,15 +54,16 @@ from .protocol import (
 )
 from .provider.connect import connect, local_model
 from .scripted import ScriptedModel
-from .sse import (
+from .seam import (
+    FinishChunk,
     InvalidProviderChunk,
-    ProviderError,
-    ProviderRefusal,
-    SSEDecoder,
-    SSEError,
-    SSEEvent,
-    iter_sse_events,
+    ProviderChunk,
+    ProviderRequest,
+    ProviderTransport,
+    TextChunk,
+    ToolChunk,
 )
+from .sse import ProviderError, ProviderRefusal, SSEDecoder, SSEError, SSEEvent, iter_sse_events
 from .transport import OpenAICompatibleTransport, ProviderTransportError
 
 EDITION = "reference"  # `python -m pi_course practice` writes "practice" in its copies

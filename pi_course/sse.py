@@ -1,16 +1,7 @@
 """Practice 5.3 — bytes → SSE events → validated ``ProviderChunk``s.
 
-Three layers, each testable alone: :class:`SSEDecoder` is the line buffer (a network read carries
-no protocol meaning; a blank line ends an event), :func:`parse_payload` narrows one ``unknown``
-JSON payload field by field, and :func:`read_provider_chunks` merges the finish reason with the
-trailing usage into one finish chunk. The event-stream rules the chapter takes for granted
-(UTF-8 across reads, BOM, every line ending, ``event``/``id``/comment lines, a size bound) are
-given code in :mod:`pi_course.given`.
-
-What the chapter does not teach about payloads (in-stream errors, refusals, choice indexes other
-than 0, ``[DONE]`` with spaces, and real-provider mode, ``strict=False``) is given code too:
-:class:`pi_course.reading.PayloadReading` reads each event before :func:`read_provider_chunks`
-(the chapter's reader) gets it, and :func:`iter_provider_chunks` puts the two together.
+A network read is not an event (the line buffer), ``unknown`` JSON is narrowed field by field,
+and the finish reason waits for the trailing usage before one finish chunk.
 """
 
 from __future__ import annotations
@@ -19,10 +10,19 @@ import json
 from collections.abc import AsyncIterable, AsyncIterator
 from typing import NamedTuple, TypedDict, cast
 
-from .adapter import FinishChunk, FinishReason, ProviderChunk, TextChunk, ToolChunk
 from .given import DEFAULT_MAX_EVENT_SIZE, SSEError, SSEEvent, SSEFields, SSEText, check_event_size
+from .payload_reading import PayloadReader, ProviderError, ProviderRefusal, parse_json
 from .protocol import Usage, aclose_iterator
-from .reading import InvalidProviderChunk, PayloadReading, ProviderError, ProviderRefusal, parse_json
+from .seam import (
+    MAX_SAFE_INTEGER,
+    FinishChunk,
+    FinishReason,
+    InvalidProviderChunk,
+    ProviderChunk,
+    TextChunk,
+    ToolChunk,
+    UsageSent,
+)
 
 __all__ = [
     "DEFAULT_MAX_EVENT_SIZE",
@@ -132,7 +132,6 @@ class PayloadParts(NamedTuple):
     usage: PartialUsage | None
 
 
-MAX_SAFE_INTEGER = 2**53 - 1
 FINISH_REASONS = ("stop", "length", "tool_calls")
 
 
@@ -264,19 +263,14 @@ async def read_provider_chunks(events: AsyncIterable[SSEEvent]) -> AsyncIterator
 
 
 async def iter_provider_chunks(
-    events: AsyncIterable[SSEEvent], *, strict: bool = True
+    events: AsyncIterable[SSEEvent], *, read_quirks: bool = False, usage_sent: UsageSent | None = None
 ) -> AsyncIterator[ProviderChunk]:
-    """Given: the chapter's reader, :func:`read_provider_chunks`, after the given reading of each event.
-
-    :class:`~pi_course.reading.PayloadReading` hands it the events (in-stream errors, refusals,
-    choice indexes, ``[DONE]`` with spaces, and with ``strict=False`` what a real provider meant);
-    at the end, the fields the reader ignored are logged once (INFO, ``pi_course.reading``).
-    """
-    reading = PayloadReading(strict=strict)
-    chunks = read_provider_chunks(reading.events(events))
+    """Given: :func:`read_provider_chunks` after the given reading of each payload (``payload_reading``)."""
+    reader = PayloadReader(read_quirks=read_quirks, usage_sent=usage_sent)
+    chunks = read_provider_chunks(reader.events(events))
     try:
         async for chunk in chunks:
             yield chunk
     finally:
-        reading.report.log_once()
+        reader.ignored.log()
         await aclose_iterator(chunks)

@@ -8,16 +8,17 @@ is raised without a chained exception that could still carry the original text.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator
 from contextlib import asynccontextmanager
+from copy import copy
 from types import TracebackType
 from typing import Any
 
 import httpx
 
-from .adapter import ProviderChunk, ProviderRequest
-from .given import AbortRace
+from .given import AbortRace, SSEEvent
 from .protocol import AbortError, AbortSignal
+from .seam import ProviderChunk, ProviderRequest, UsageSent
 from .sse import iter_provider_chunks, iter_sse_events
 
 REDACTED = "[redacted]"
@@ -70,14 +71,8 @@ class OpenAICompatibleTransport:
 
     With ``client=None`` the transport owns an ``httpx.AsyncClient``; close it with
     ``await transport.aclose()`` or use ``async with OpenAICompatibleTransport(...) as t:``.
-    A client you pass in stays yours to close.
-
-    ``strict=True`` (the default) is the chapter's reader. ``strict=False`` is real-provider mode:
-    the given reading (:mod:`pi_course.reading`) first reads what the provider meant (a finish
-    reason without ``delta``, whole tool calls without ``index``, array ``content``) and skips
-    payloads with nothing readable (Azure's filter annotations, OpenAI's ``moderation`` chunk);
-    the chapter's checks then run unchanged. Use it for real providers; the lessons and the
-    focused tests use the default.
+    A client you pass in stays yours to close. ``strict=False`` also reads real providers' quirks
+    before the chapter's checks (see :mod:`pi_course.payload_reading`).
     """
 
     def __init__(
@@ -91,6 +86,7 @@ class OpenAICompatibleTransport:
     ) -> None:
         self.url = chat_completions_url(base_url)
         self.strict = strict
+        self._usage_sent: UsageSent | None = None  # set on the view made for one model stream
         self._key = _Secret(api_key)
         self._owns_client = client is None
         self._client = client if client is not None else httpx.AsyncClient(timeout=timeout)
@@ -113,6 +109,16 @@ class OpenAICompatibleTransport:
     ) -> None:
         await self.aclose()
 
+    def reporting_to(self, sent: UsageSent) -> OpenAICompatibleTransport:
+        """Given: this transport for one stream, noting in ``sent`` the usage the provider sends."""
+        one_stream = copy(self)
+        one_stream._usage_sent = sent
+        return one_stream
+
+    def read_chunks(self, events: AsyncIterable[SSEEvent]) -> AsyncIterator[ProviderChunk]:
+        """Given: the chapter's reader (``read_provider_chunks``) after the given reading of each payload."""
+        return iter_provider_chunks(events, read_quirks=not self.strict, usage_sent=self._usage_sent)
+
     def _headers(self) -> dict[str, str]:
         """Lab 5.4: Accept SSE, send JSON, and the key as a Bearer token (the only place it goes)."""
         # BEGIN LAB 5.4 (starter: return {"Authorization": f"Bearer {self._key.reveal()}"})
@@ -131,12 +137,12 @@ class OpenAICompatibleTransport:
     async def stream(
         self, request: ProviderRequest, *, signal: AbortSignal | None = None
     ) -> AsyncIterator[ProviderChunk]:
-        """Lab 5.3: _reads → iter_sse_events → iter_provider_chunks; AbortError kept, others redacted."""
+        """Lab 5.3: _reads → iter_sse_events → self.read_chunks; AbortError kept, others redacted."""
         # BEGIN LAB 5.3
         failure: str | None = None
         try:
             async with self._reads(request, signal) as reads:
-                async for chunk in iter_provider_chunks(iter_sse_events(reads), strict=self.strict):
+                async for chunk in self.read_chunks(iter_sse_events(reads)):
                     yield chunk
         except AbortError:
             raise

@@ -6,7 +6,6 @@ a fixture it imports was edited.
 
 from __future__ import annotations
 
-from ..adapter import FinishChunk, ProviderChunk, TextChunk, ToolChunk
 from ..protocol import (
     AgentContext,
     ToolCall,
@@ -17,6 +16,7 @@ from ..protocol import (
     text,
     user_message,
 )
+from ..seam import FinishChunk, ProviderChunk, TextChunk, ToolChunk
 
 MAINLINE_PROMPT = "读取 README.md"
 
