@@ -89,6 +89,7 @@ class IgnoredFields:
     def __init__(self) -> None:
         self.sizes: dict[str, int] = {}  # field → size: "reasoning_content", "citations", ...
         self.units: dict[str, str] = {}  # field → unit of its size ("chars"), when it has one
+        self.logged = False
 
     def count(self, field: str, size: int, unit: str = "") -> None:
         self.sizes[field] = self.sizes.get(field, 0) + size
@@ -108,11 +109,16 @@ class IgnoredFields:
         return "; ".join(parts)
 
     def log(self) -> None:
-        if self.sizes:
+        """Log the summary once (INFO); later calls do nothing."""
+        if self.sizes and not self.logged:
+            self.logged = True
             logger.info("the reader ignored %s", self.summary())
 
 
 # --- the reading of each payload ------------------------------------------------------------------
+
+
+_event = tuple.__new__  # SSEEvent without its Python-level __new__: one is built per token
 
 
 class PayloadReader:
@@ -127,25 +133,32 @@ class PayloadReader:
         self.calls_without_index = 0
 
     async def events(self, events: AsyncIterable[SSEEvent]) -> AsyncIterator[SSEEvent]:
-        """The events the chapter's reader gets: [DONE] exact, annotations skipped, payloads read."""
-        async for event in events:
-            data = event.data
-            if data == DONE or (len(data) < 20 and data.strip() == DONE):  # no copy of every payload
-                self.end()
-                yield event if data == DONE else SSEEvent(DONE, event.event, event.id)
-                continue
-            try:
-                payload = json.loads(data)
-            except ValueError:
-                yield event  # the chapter's reader says it is not JSON
-                continue
-            changed = self.read(payload) if isinstance(payload, dict) else False
-            if changed is None:
-                continue  # an annotation: nothing the course reads
-            text = ParsedData(json.dumps(payload, ensure_ascii=False) if changed else data)
-            text.payload = payload
-            yield SSEEvent(text, event.event, event.id)
-        self.end()
+        """The events the chapter's reader gets: [DONE] exact, annotations skipped, payloads read.
+
+        However the stream ends, the fields the reader ignored are logged once.
+        """
+        try:
+            async for event in events:
+                data = event.data
+                if data == DONE or (len(data) < 20 and data.strip() == DONE):  # no copy of every payload
+                    self.end()
+                    self.ignored.log()
+                    yield event if data == DONE else SSEEvent(DONE, event.event, event.id)
+                    continue
+                try:
+                    payload = json.loads(data)
+                except ValueError:
+                    yield event  # the chapter's reader says it is not JSON
+                    continue
+                changed = self.read(payload) if type(payload) is dict else False
+                if changed is None:
+                    continue  # an annotation: nothing the course reads
+                text = ParsedData(json.dumps(payload, ensure_ascii=False) if changed else data)
+                text.payload = payload
+                yield _event(SSEEvent, (text, event[1], event[2]))
+            self.end()
+        finally:
+            self.ignored.log()
 
     def end(self) -> None:
         """The stream is over: a collected refusal ends it now."""

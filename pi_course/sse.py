@@ -12,7 +12,7 @@ from typing import NamedTuple, TypedDict, cast
 
 from .given import DEFAULT_MAX_EVENT_SIZE, SSEError, SSEEvent, SSEFields, SSEText, check_event_size
 from .payload_reading import PayloadReader, ProviderError, ProviderRefusal, parse_json
-from .protocol import Usage, aclose_iterator
+from .protocol import Usage
 from .seam import (
     MAX_SAFE_INTEGER,
     FinishChunk,
@@ -262,15 +262,8 @@ async def read_provider_chunks(events: AsyncIterable[SSEEvent]) -> AsyncIterator
     # END LAB 5.3
 
 
-async def iter_provider_chunks(
+def iter_provider_chunks(
     events: AsyncIterable[SSEEvent], *, read_quirks: bool = False, usage_sent: UsageSent | None = None
 ) -> AsyncIterator[ProviderChunk]:
     """Given: :func:`read_provider_chunks` after the given reading of each payload (``payload_reading``)."""
-    reader = PayloadReader(read_quirks=read_quirks, usage_sent=usage_sent)
-    chunks = read_provider_chunks(reader.events(events))
-    try:
-        async for chunk in chunks:
-            yield chunk
-    finally:
-        reader.ignored.log()
-        await aclose_iterator(chunks)
+    return read_provider_chunks(PayloadReader(read_quirks=read_quirks, usage_sent=usage_sent).events(events))
