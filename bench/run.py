@@ -7,7 +7,10 @@
    ``ChatCompletionChunk`` + ``ChatCompletionStreamState``) and vs the floor (split the events,
    ``json.loads`` each payload).
 4. What the speed tricks outside the lesson buy: the same end to end with each one and with the
-   plain code it replaces.
+   plain code it replaces; and what the given reading of each payload costs.
+
+Goal lines (issue 21): growth ≤ 6.5x, ≥ 14x faster than openai-python, ≤ 2.2x the floor. The load
+average is printed first: on a busy machine memory-bound work (the text snapshots) slows most.
 
 All byte streams are the same few MB of realistic chunk payloads, read in 4 KiB pieces through an
 ``httpx.AsyncClient`` over ``httpx.MockTransport`` (no network). Times are this process's CPU
@@ -19,8 +22,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Hashable, Mapping
 from typing import TypeVar
 
 import httpx
@@ -38,8 +42,10 @@ from pi_course import (
     TextChunk,
     fixed_transport,
     iter_sse_events,
+    payload_reading,
     sse,
 )
+from pi_course.given import SSEEvent
 from pi_course.protocol import AssistantContent
 from pi_course.seam import InvalidProviderChunk
 
@@ -245,6 +251,11 @@ def plain_parse_json(data: str) -> object:
     raise InvalidProviderChunk("data is not valid JSON")
 
 
+def plain_event(cls: type[SSEEvent], fields: tuple[str, str, str]) -> SSEEvent:
+    """The reading's ``_event`` without its trick: the named tuple's own constructor."""
+    return cls(*fields)
+
+
 # Each trick: (what it does, where the code that uses it looks it up, the name, the plain code).
 TRICKS: dict[str, tuple[str, object, str, Callable[..., object]]] = {
     "AssistantMessage.with_content": (
@@ -254,12 +265,36 @@ TRICKS: dict[str, tuple[str, object, str, Callable[..., object]]] = {
         plain_with_content,
     ),
     "payload_reading.parse_json": (
-        "the payload the given reading parsed, handed on, not json.loads again",
+        "the payload the given reading parsed rides on the event's data (ParsedData), not parsed again",
         sse,
         "parse_json",
         plain_parse_json,
     ),
+    "payload_reading._event": (
+        "tuple.__new__ for the event the reading hands on, not SSEEvent's Python __new__",
+        payload_reading,
+        "_event",
+        plain_event,
+    ),
 }
+
+
+def chapter_reader_only(raw: bytes) -> Callable[[], Awaitable[object]]:
+    """Bytes → final message with the chapter's reader alone: what the given reading costs."""
+    shipped = end_to_end(raw)["pi_course"]
+
+    def chapter_reader(self: OpenAICompatibleTransport, events: AsyncIterable[SSEEvent]) -> object:
+        return sse.read_provider_chunks(events)
+
+    async def run() -> object:
+        original = OpenAICompatibleTransport.read_chunks
+        setattr(OpenAICompatibleTransport, "read_chunks", chapter_reader)  # noqa: B010
+        try:
+            return await shipped()
+        finally:
+            setattr(OpenAICompatibleTransport, "read_chunks", original)  # noqa: B010
+
+    return run
 
 
 def tricks(raw: bytes) -> dict[tuple[str, str], Callable[[], Awaitable[object]]]:
@@ -287,16 +322,23 @@ def tricks(raw: bytes) -> dict[tuple[str, str], Callable[[], Awaitable[object]]]
         runs[workload, "as shipped"] = shipped
         for label, (_, owner, name, replacement) in TRICKS.items():
             runs[workload, label] = plain(owner, name, replacement, shipped)
+    runs["bytes -> final message", "the chapter's reader alone"] = chapter_reader_only(raw)
     return runs
 
 
+def goal(text: str, met: bool) -> str:
+    return f"   goal: {text}: {'met' if met else 'NOT met'}"
+
+
 def main() -> None:
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs\n")
     times = adapter_growth()
     small, large = times["20k"], times["80k"]
     copy_small, copy_large = times["copy 20k"], times["copy 80k"]
     print("1. adapter over fixed transports (one-character text deltas, every partial emitted)")
     print(f"   20k deltas {small * 1e3:7.1f} ms | 80k deltas {large * 1e3:7.1f} ms")
     print(f"   growth 80k/20k = {large / small:.2f}x  (linear would be 4.00x)")
+    print(goal("growth 80k/20k <= 6.5x", large / small <= 6.5))
     print(
         f"   the text snapshots alone (text += delta, the previous text held): {copy_small * 1e3:.1f} ms"
         f" | {copy_large * 1e3:.1f} ms, {copy_large / large:.0%} of the 80k run"
@@ -317,8 +359,11 @@ def main() -> None:
     print("\n3. bytes -> final message (pi_course: every partial event emitted)")
     for name, seconds in times.items():
         print(f"   {name:<18} {seconds * 1e3:7.1f} ms  {seconds / events * 1e6:6.2f} us/event")
-    print(f"   pi_course vs openai-python: {times['openai-python'] / times['pi_course']:.1f}x faster")
-    print(f"   pi_course vs the floor: {times['pi_course'] / times['floor']:.2f}x the floor's time")
+    faster, floor = times["openai-python"] / times["pi_course"], times["pi_course"] / times["floor"]
+    print(f"   pi_course vs openai-python: {faster:.1f}x faster")
+    print(f"   pi_course vs the floor: {floor:.2f}x the floor's time")
+    print(goal(">= 14x faster than openai-python", faster >= 14))
+    print(goal("<= 2.2x the floor", floor <= 2.2))
 
     trick_times = best_of(ROUNDS, tricks(raw))
     workloads = sorted({workload for workload, _ in trick_times}, reverse=True)
@@ -330,6 +375,10 @@ def main() -> None:
             for workload in workloads
         ]
         print(f"      {' | '.join(slower)}")
+    alone = trick_times["bytes -> final message", "the chapter's reader alone"]
+    shipped = trick_times["bytes -> final message", "as shipped"]
+    print("   the given reading of each payload (errors, refusals, index 0, usage kept, quirks) costs")
+    print(f"      bytes -> final message {shipped / alone - 1:+.1%} over the chapter's reader alone")
 
 
 if __name__ == "__main__":
