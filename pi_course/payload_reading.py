@@ -14,8 +14,8 @@ import json
 import logging
 from collections.abc import AsyncIterable, AsyncIterator
 
-from .given import SSEEvent
 from .seam import MAX_SAFE_INTEGER, InvalidProviderChunk, UsageSent
+from .stream_rules import SSEEvent
 
 logger = logging.getLogger("pi_course.reading")
 
@@ -118,9 +118,6 @@ class IgnoredFields:
 # --- the reading of each payload ------------------------------------------------------------------
 
 
-_event = tuple.__new__  # SSEEvent without its Python-level __new__: one is built per token
-
-
 class PayloadReader:
     """Reads one stream's SSE events before the chapter's validator (see the module docstring)."""
 
@@ -155,7 +152,7 @@ class PayloadReader:
                     continue  # an annotation: nothing the course reads
                 text = ParsedData(json.dumps(payload, ensure_ascii=False) if changed else data)
                 text.payload = payload
-                yield _event(SSEEvent, (text, event[1], event[2]))
+                yield SSEEvent(text, event.event, event.id)
             self.end()
         finally:
             self.ignored.log()

@@ -10,7 +10,6 @@ import json
 from collections.abc import AsyncIterable, AsyncIterator
 from typing import NamedTuple, TypedDict, cast
 
-from .given import DEFAULT_MAX_EVENT_SIZE, SSEError, SSEEvent, SSEFields, SSEText, check_event_size
 from .payload_reading import PayloadReader, ProviderError, ProviderRefusal, parse_json
 from .protocol import Usage
 from .seam import (
@@ -22,6 +21,14 @@ from .seam import (
     TextChunk,
     ToolChunk,
     UsageSent,
+)
+from .stream_rules import (
+    DEFAULT_MAX_EVENT_SIZE,
+    SSEError,
+    SSEEvent,
+    SSEFieldReader,
+    SSETextDecoder,
+    check_event_size,
 )
 
 __all__ = [
@@ -54,8 +61,8 @@ class SSEDecoder:
 
     def __init__(self, *, max_event_size: int = DEFAULT_MAX_EVENT_SIZE) -> None:
         self.max_event_size = max_event_size
-        self._text = SSEText()  # given: UTF-8, BOM, every line ending → "\n"
-        self._fields = SSEFields()  # given: event, id and comment lines; builds the SSEEvent
+        self._text = SSETextDecoder()  # given: UTF-8, BOM, every line ending → "\n"
+        self._fields = SSEFieldReader()  # given: event, id and comment lines; builds the SSEEvent
         self._buffer = ""  # the line buffer: the start of a line whose "\n" has not arrived
         self._data: list[str] = []  # the data lines of the event being collected
 
@@ -69,7 +76,7 @@ class SSEDecoder:
         return self._fields.last_id
 
     def feed(self, chunk: bytes, *, final: bool = False) -> list[SSEEvent]:
-        """Lab 5.3: Line buffer: self._text.decode, data lines, self._fields.add/dispatch, check_event_size"""
+        """Lab 5.3: Line buffer: _text.decode, data lines, _fields.read_line/dispatch, check_event_size"""
         # BEGIN LAB 5.3
         self._buffer += self._text.decode(chunk, final=final)
         lines = self._buffer.split("\n")
@@ -80,7 +87,9 @@ class SSEDecoder:
             if line.startswith("data:"):
                 data.append(line[6:] if line.startswith("data: ") else line[5:])
             elif line:
-                self._fields.add(line, data)  # event:, id:, a comment
+                value = self._fields.read_line(line)  # event:, id:, a comment (a bare "data" gives "")
+                if value is not None:
+                    data.append(value)
             else:  # a blank line ends the event
                 event = self._fields.dispatch(data)
                 if event is not None:

@@ -16,10 +16,10 @@ from typing import Any
 
 import httpx
 
-from .given import AbortRace, SSEEvent
 from .protocol import AbortError, AbortSignal
 from .seam import ProviderChunk, ProviderRequest, UsageSent
 from .sse import iter_provider_chunks, iter_sse_events
+from .stream_rules import AbortRace, SSEEvent
 
 REDACTED = "[redacted]"
 DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=10.0)

@@ -302,7 +302,7 @@ def _error_messages(tb: TracebackType | None, test_file: Path) -> list[str]:
     return seen
 
 
-GIVEN_FILES = ("protocol.py", "given.py")  # code the lesson calls but does not write
+GIVEN_FILES = ("protocol.py", "stream_rules.py")  # code the lesson calls but does not write
 
 
 def _innermost_package_line(error: BaseException, *, lesson_only: bool = False) -> str | None:

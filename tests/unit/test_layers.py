@@ -44,7 +44,7 @@ def layer_of(module: str) -> str | None:
         return None
     if parts[1] in LESSON_MODULES:
         return "lesson"
-    if parts[1] in ("given", "payload_reading"):  # the given SSE helpers
+    if parts[1] in ("stream_rules", "payload_reading"):  # the given SSE helpers
         return "given"
     if parts[1] in ("chapter", "provider", "course", "notebook"):
         return parts[1]
@@ -135,13 +135,13 @@ def test_a_real_violation_is_caught(tmp_path: Path) -> None:
         "def chat():\n    from ..notebook.display import describe_event\n", encoding="utf-8"
     )
     (root / "sse.py").write_text("import json\nimport httpx\nfrom .course import check\n", encoding="utf-8")
-    (root / "given.py").write_text("import httpx\nfrom . import protocol\n", encoding="utf-8")
+    (root / "stream_rules.py").write_text("import httpx\nfrom . import protocol\n", encoding="utf-8")
     (root / "chapter" / "wire.py").write_text("from ..provider import server\n", encoding="utf-8")
     assert violations(root) == [
         ("pi_course.chapter.wire", "pi_course.provider", "pi_course/chapter/wire.py:1"),
         ("pi_course.course.cli", "pi_course.notebook.display", "pi_course/course/cli.py:2"),
-        ("pi_course.given", "httpx", "pi_course/given.py:1"),
         ("pi_course.sse", "pi_course.course", "pi_course/sse.py:3"),
+        ("pi_course.stream_rules", "httpx", "pi_course/stream_rules.py:1"),
     ]
 
 
@@ -151,7 +151,7 @@ def test_a_real_violation_is_caught(tmp_path: Path) -> None:
 LESSON = ("protocol", "outbound", "adapter", "sse", "transport")
 LESSON_USES = {
     "pi_course.seam": "the transport ↔ adapter contract",
-    "pi_course.given": "the given SSE helpers: text, fields, size bound, abort race",
+    "pi_course.stream_rules": "the given SSE helpers: text, fields, size bound, abort race",
     "pi_course.payload_reading": "the given SSE helper that reads each payload before the validator",
 }
 

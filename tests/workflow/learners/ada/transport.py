@@ -4,9 +4,9 @@ import json
 
 import httpx
 
-from .given import AbortRace
 from .protocol import AbortError
 from .sse import iter_sse_events
+from .stream_rules import AbortRace
 
 
 def redact(self, message):

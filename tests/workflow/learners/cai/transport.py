@@ -3,9 +3,9 @@ from __future__ import annotations
 import json
 from urllib.parse import urlsplit
 
-from .given import AbortRace
 from .protocol import AbortError
 from .sse import iter_sse_events
+from .stream_rules import AbortRace
 
 
 def redact(self, message):
