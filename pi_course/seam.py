@@ -1,7 +1,6 @@
-"""The seam between transport and adapter: the three kinds of ``ProviderChunk`` and the transport.
+"""The seam between transport and adapter: three kinds of ``ProviderChunk`` and the transport.
 
-A transport reads the provider's response and yields chunks; the adapter turns chunks into
-``ModelEvent``s. Neither sees the other's internals: this module is all they share.
+The transport yields chunks, the adapter turns them into ``ModelEvent``s; this is all they share.
 """
 
 from __future__ import annotations

@@ -52,12 +52,7 @@ __all__ = [
 
 
 class SSEDecoder:
-    """Sans-IO SSE decoder: bytes in, complete events out, one network read at a time.
-
-    ``feed(read)`` returns the events that read completes (often none, often several);
-    ``close()`` ends the input (an unterminated last event is dropped); ``pending`` is the
-    start of a line still arriving.
-    """
+    """Sans-IO SSE decoder: each network read in, the events it completes out (often none, or several)."""
 
     def __init__(self, *, max_event_size: int = DEFAULT_MAX_EVENT_SIZE) -> None:
         self.max_event_size = max_event_size
@@ -109,11 +104,7 @@ class SSEDecoder:
 async def iter_sse_events(
     byte_chunks: AsyncIterable[bytes], *, max_event_size: int = DEFAULT_MAX_EVENT_SIZE
 ) -> AsyncIterator[SSEEvent]:
-    """Decode any chunking of an SSE byte stream into events (see :class:`SSEDecoder`).
-
-    Follows the WHATWG event-stream rules: any line ending, one leading BOM, comments, ``data``
-    joined with ``"\\n"``, dispatch on a blank line only, an unterminated last event dropped.
-    """
+    """Decode any chunking of an SSE byte stream into events, by the WHATWG event-stream rules."""
     decoder = SSEDecoder(max_event_size=max_event_size)
     async for chunk in byte_chunks:
         for event in decoder.feed(chunk):

@@ -1,8 +1,7 @@
 """Practice 5.4 — the HTTP transport: one POST, an SSE response, abort and key redaction.
 
-The API key lives in the transport and goes only into the ``Authorization`` header. Every error
-that leaves :meth:`OpenAICompatibleTransport.stream` has the key replaced by ``[redacted]`` and
-is raised without a chained exception that could still carry the original text.
+The API key goes only into the ``Authorization`` header; every error leaving ``stream()`` has it
+replaced by ``[redacted]``.
 """
 
 from __future__ import annotations
@@ -67,12 +66,10 @@ def chat_completions_url(base_url: str) -> str:
 
 
 class OpenAICompatibleTransport:
-    """POST ``{base_url}/chat/completions`` with ``stream: true`` and read the SSE reply.
+    """POST ``{base_url}/chat/completions`` with ``stream: true`` and read the SSE reply as chunks.
 
-    With ``client=None`` the transport owns an ``httpx.AsyncClient``; close it with
-    ``await transport.aclose()`` or use ``async with OpenAICompatibleTransport(...) as t:``.
-    A client you pass in stays yours to close. ``strict=False`` also reads real providers' quirks
-    before the chapter's checks (see :mod:`pi_course.payload_reading`).
+    Without ``client`` it owns an ``httpx.AsyncClient`` (``aclose()`` or ``async with``).
+    ``strict=False`` reads real providers' quirks before the chapter's checks.
     """
 
     def __init__(
