@@ -42,7 +42,6 @@ from pi_course import (
     TextChunk,
     fixed_transport,
     iter_sse_events,
-    payload_reading,
     sse,
 )
 from pi_course.protocol import AssistantContent
@@ -287,12 +286,6 @@ TRICKS: dict[str, tuple[str, object, str, Callable[..., object]]] = {
         sse,
         "parse_json",
         plain_parse_json,
-    ),
-    "payload_reading.is_plain_text": (
-        "a payload holding only choice 0's text skips the reading's other checks",
-        payload_reading,
-        "is_plain_text",
-        lambda payload: False,
     ),
 }
 

@@ -29,10 +29,6 @@ ANNOTATION_KEYS = frozenset(
 PAYLOAD_ANNOTATIONS = ("prompt_filter_results", "prompt_annotations", "moderation")
 READS_IT = "strict=False, which connect() uses for real providers, reads it"  # the public name
 ANNOTATION_REJECTION = f"choices[0].delta must be an object (a content-filter annotation: {READS_IT})"
-# Top-level keys of a payload that may hold nothing but choice 0's text (see is_plain_text).
-PLAIN_PAYLOAD_KEYS = frozenset(
-    {"id", "object", "created", "model", "system_fingerprint", "service_tier", "choices"}
-)
 # Text fields of a delta the reader ignores: their characters are counted and reported.
 IGNORED_TEXT = ("reasoning_content", "reasoning")
 
@@ -122,24 +118,6 @@ class IgnoredFields:
 # --- the reading of each payload ------------------------------------------------------------------
 
 
-def is_plain_text(payload: dict[str, object]) -> bool:
-    """Only text for choice 0, no finish reason: nothing to read. A speed trick (``make bench``)."""
-    if not PLAIN_PAYLOAD_KEYS.issuperset(payload):
-        return False
-    choices = payload["choices"]
-    if type(choices) is not list or len(choices) != 1 or type(choice := choices[0]) is not dict:
-        return False
-    delta = choice.get("delta")
-    return (
-        choice.get("finish_reason") is None
-        and type(choice.get("index", 0)) is int
-        and choice.get("index", 0) == 0
-        and type(delta) is dict
-        and len(delta) == 1
-        and type(delta.get("content")) is str
-    )
-
-
 class PayloadReader:
     """Reads one stream's SSE events before the chapter's validator (see the module docstring)."""
 
@@ -187,8 +165,6 @@ class PayloadReader:
 
     def read(self, payload: dict[str, object]) -> bool | None:
         """Read one payload in place: True when changed, None when it is to be skipped."""
-        if self.finish_reason is None and is_plain_text(payload):
-            return False
         usage = payload.get("usage")
         if isinstance(usage, dict):
             self._note_usage(usage)
