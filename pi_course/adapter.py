@@ -45,6 +45,7 @@ from .seam import (
     TextChunk,
     ToolChunk,
     UsageSent,
+    usage_sent_by,
 )
 
 
@@ -119,13 +120,14 @@ class OpenAICompatibleModel:
         return f"OpenAICompatibleModel(provider={self.provider!r}, model={self.model!r})"
 
     def stream(self, context: AgentContext, *, signal: AbortSignal | None = None) -> ModelStream:
-        # Given: an error or a refusal keeps the usage the provider sent. A transport that notes it
-        # (ReportsUsage) gets its own view for this stream; the state machine runs over that view.
-        if not isinstance(self.transport, ReportsUsage):
-            return ModelStream(self._events(context, signal))
+        # Given: an error or a refusal keeps the usage the provider sent. The state machine runs over
+        # this stream's own view of the transport, which notes that usage in `sent`.
         sent = UsageSent()
         one_stream = copy(self)
-        one_stream.transport = self.transport.reporting_to(sent)
+        if isinstance(self.transport, ReportsUsage):
+            one_stream.transport = self.transport.reporting_to(sent)
+        else:
+            one_stream.transport = _UsageFromErrors(self.transport, sent)
         return ModelStream(_keep_usage(one_stream._events(context, signal), sent))
 
     async def _events(self, context: AgentContext, signal: AbortSignal | None) -> AsyncIterator[ModelEvent]:
@@ -212,6 +214,29 @@ async def _closing(chunks: AsyncIterator[ProviderChunk]) -> AsyncIterator[AsyncI
         yield chunks
     finally:
         await aclose_iterator(chunks)
+
+
+class _UsageFromErrors:
+    """One stream's view of a transport: an exception out of its chunks may carry the usage sent."""
+
+    def __init__(self, transport: ProviderTransport, sent: UsageSent) -> None:
+        self.transport = transport
+        self.sent = sent
+
+    async def stream(
+        self, request: ProviderRequest, *, signal: AbortSignal | None = None
+    ) -> AsyncIterator[ProviderChunk]:
+        chunks = self.transport.stream(request, signal=signal)
+        try:
+            async for chunk in chunks:
+                yield chunk
+        except Exception as error:
+            carried = usage_sent_by(error)
+            if carried is not None:
+                self.sent.counts.update(carried.counts)
+            raise
+        finally:
+            await aclose_iterator(chunks)
 
 
 async def _keep_usage(events: AsyncIterator[ModelEvent], sent: UsageSent) -> AsyncIterator[ModelEvent]:

@@ -72,6 +72,17 @@ class UsageSent:
         return Usage(**self.counts) if self.counts else None
 
 
+def carry_usage_sent(error: BaseException, sent: UsageSent) -> None:
+    """Let an exception out of a stream's chunks say what usage the provider had sent by then."""
+    error.usage_sent = sent  # type: ignore[attr-defined]
+
+
+def usage_sent_by(error: BaseException) -> UsageSent | None:
+    """The usage an exception out of a stream's chunks carries (see :func:`carry_usage_sent`)."""
+    sent = getattr(error, "usage_sent", None)
+    return sent if isinstance(sent, UsageSent) else None
+
+
 @runtime_checkable
 class ReportsUsage(Protocol):
     """A transport that, for one stream, notes in a :class:`UsageSent` the usage its provider sent."""

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterable, AsyncIterator
 from typing import NamedTuple, TypedDict, cast
 
 from .payload_reading import PayloadReader, ProviderError, ProviderRefusal, parse_json
-from .protocol import Usage
+from .protocol import Usage, aclose_iterator
 from .seam import (
     MAX_SAFE_INTEGER,
     FinishChunk,
@@ -21,6 +21,7 @@ from .seam import (
     TextChunk,
     ToolChunk,
     UsageSent,
+    carry_usage_sent,
 )
 from .stream_rules import (
     DEFAULT_MAX_EVENT_SIZE,
@@ -262,8 +263,20 @@ async def read_provider_chunks(events: AsyncIterable[SSEEvent]) -> AsyncIterator
     # END LAB 5.3
 
 
-def iter_provider_chunks(
-    events: AsyncIterable[SSEEvent], *, read_quirks: bool = False, usage_sent: UsageSent | None = None
+async def iter_provider_chunks(
+    events: AsyncIterable[SSEEvent], *, strict: bool = True, usage_sent: UsageSent | None = None
 ) -> AsyncIterator[ProviderChunk]:
-    """Given: :func:`read_provider_chunks` after the given reading of each payload (``payload_reading``)."""
-    return read_provider_chunks(PayloadReader(read_quirks=read_quirks, usage_sent=usage_sent).events(events))
+    """Given: :func:`read_provider_chunks` after the given reading of each payload (``payload_reading``).
+
+    An exception out of it carries the usage the provider had sent (``seam.usage_sent_by``).
+    """
+    reader = PayloadReader(read_quirks=not strict, usage_sent=usage_sent)
+    chunks = read_provider_chunks(reader.events(events))
+    try:
+        async for chunk in chunks:
+            yield chunk
+    except Exception as error:
+        carry_usage_sent(error, reader.usage_sent)
+        raise
+    finally:
+        await aclose_iterator(chunks)

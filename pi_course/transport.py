@@ -114,7 +114,7 @@ class OpenAICompatibleTransport:
 
     def read_chunks(self, events: AsyncIterable[SSEEvent]) -> AsyncIterator[ProviderChunk]:
         """Given: the chapter's reader (``read_provider_chunks``) after the given reading of each payload."""
-        return iter_provider_chunks(events, read_quirks=not self.strict, usage_sent=self._usage_sent)
+        return iter_provider_chunks(events, strict=self.strict, usage_sent=self._usage_sent)
 
     def _headers(self) -> dict[str, str]:
         """Lab 5.4: Accept SSE, send JSON, and the key as a Bearer token (the only place it goes)."""

@@ -195,7 +195,7 @@ async def chunks_of(*payloads: object, strict: bool = True) -> list[object]:
         for event in events(*payloads):
             yield event
 
-    return [chunk async for chunk in iter_provider_chunks(source(), read_quirks=not strict)]
+    return [chunk async for chunk in iter_provider_chunks(source(), strict=strict)]
 
 
 async def test_finish_waits_for_trailing_usage_and_done_ends_reading() -> None:
