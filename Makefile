@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NEEDS_311 := import sys; sys.exit(sys.version_info < (3, 11))
 
-.PHONY: lab test lint unit suite nbval notebooks bench browser dist lite lite-test clean python-ok
+.PHONY: lab test lint unit suite stages nbval notebooks bench browser dist lite lite-test clean python-ok
 
 # Runs before every target that uses the venv (order-only: it never forces a reinstall). A .venv
 # made by an older Python, or one whose Python is gone, would otherwise fail later in pip.
@@ -46,11 +46,16 @@ WORKERS ?= 2
 
 # The fast loop: everything that starts no Python process and no notebook kernel (well under 30 s).
 unit: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow and not browser" tests
+	$(BIN)/python -m pytest -q -m "not slow and not browser and not notebooks" tests
 
-# Every test but the browser's, the slow ones included.
+# Every test but the browser's and the notebook re-executions, the slow ones included.
 suite: $(STAMP)
-	$(BIN)/python -m pytest -q -n $(WORKERS) -m "not browser" tests
+	$(BIN)/python -m pytest -q -n $(WORKERS) -m "not browser and not notebooks" tests
+
+# Practice copies' notebooks re-executed at every stage of the chapter (most of the suite's time
+# before they moved here); .ci/run runs them after make test.
+stages: $(STAMP)
+	$(BIN)/python -m pytest -q -n $(WORKERS) -m "notebooks and not browser" tests
 
 # --dist loadscope keeps each notebook's cells together, in order, on one kernel.
 nbval: $(STAMP)

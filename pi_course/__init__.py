@@ -6,65 +6,63 @@ key); ``seam`` is the contract between transport and adapter; ``scripted`` is ch
 model and ``migration`` the optional exercise. The tooling lives in subpackages: ``chapter`` (the
 steps and fixtures, defined once), ``provider`` (the embedded OpenAI-compatible server and
 ``connect()``), ``course`` (practice copies, ``check``, the CLI) and ``notebook`` (widgets and
-display helpers). Everything users rely on is importable from here.
+display helpers). The names in ``__all__`` are importable
+from here; each loads its module on first use, so ``python -m pi_course`` runs (and says in one
+line what is wrong) even when a lesson module does not import.
 """
 
-import sys as _sys
+from __future__ import annotations
 
-if _sys.argv[:1] == ["-m"] or "".join(_sys.argv[:1]).endswith(("pi-course", "pi-course.exe")):
-    # The course's command line (`python -m pi_course …`): a lesson module that does not import
-    # (a syntax error, a wrong import) is reported in one line naming the file and the line.
-    # Notebooks, pytest and `import pi_course` keep Python's own traceback.
-    from .course.import_failure import report_import_failures_in_one_line
+import importlib
+from typing import TYPE_CHECKING
 
-    report_import_failures_in_one_line()
-
-from .adapter import OpenAICompatibleModel, fixed_transport
-from .outbound import to_provider_messages, to_provider_tools
-from .protocol import (
-    EMPTY_USAGE,
-    AbortController,
-    AbortError,
-    AbortSignal,
-    AgentContext,
-    AgentMessage,
-    AssistantMessage,
-    DoneEvent,
-    ErrorEvent,
-    Model,
-    ModelEvent,
-    ModelStream,
-    StartEvent,
-    StopReason,
-    TextContent,
-    TextDeltaEvent,
-    ToolCall,
-    ToolCallDeltaEvent,
-    ToolCallEndEvent,
-    # BEGIN LAB 5.1 REMOVE
-    ToolDefinition,
-    # END LAB 5.1 REMOVE
-    ToolResultMessage,
-    Usage,
-    UserMessage,
-    assistant_message,
-    text,
-    text_of,
-    user_message,
-)
-from .provider.connect import connect, local_model
-from .scripted import ScriptedModel
-from .seam import (
-    FinishChunk,
-    InvalidProviderChunk,
-    ProviderChunk,
-    ProviderRequest,
-    ProviderTransport,
-    TextChunk,
-    ToolChunk,
-)
-from .sse import ProviderError, ProviderRefusal, SSEDecoder, SSEError, SSEEvent, iter_sse_events
-from .transport import OpenAICompatibleTransport, ProviderTransportError
+if TYPE_CHECKING:
+    from .adapter import OpenAICompatibleModel, fixed_transport
+    from .outbound import to_provider_messages, to_provider_tools
+    from .protocol import (
+        EMPTY_USAGE,
+        AbortController,
+        AbortError,
+        AbortSignal,
+        AgentContext,
+        AgentMessage,
+        AssistantMessage,
+        DoneEvent,
+        ErrorEvent,
+        Model,
+        ModelEvent,
+        ModelStream,
+        StartEvent,
+        StopReason,
+        TextContent,
+        TextDeltaEvent,
+        ToolCall,
+        ToolCallDeltaEvent,
+        ToolCallEndEvent,
+        # BEGIN LAB 5.1 REMOVE
+        ToolDefinition,
+        # END LAB 5.1 REMOVE
+        ToolResultMessage,
+        Usage,
+        UserMessage,
+        assistant_message,
+        text,
+        text_of,
+        user_message,
+    )
+    from .provider.connect import connect, local_model
+    from .scripted import ScriptedModel
+    from .seam import (
+        FinishChunk,
+        InvalidProviderChunk,
+        ProviderChunk,
+        ProviderRequest,
+        ProviderTransport,
+        TextChunk,
+        ToolChunk,
+    )
+    from .sse import ProviderError, ProviderRefusal, SSEDecoder, SSEError, SSEEvent, iter_sse_events
+    from .transport import OpenAICompatibleTransport, ProviderTransportError
 
 EDITION = "reference"  # `python -m pi_course practice` writes "practice" in its copies
 
@@ -131,3 +129,22 @@ __all__ = [
     "to_provider_tools",
     "user_message",
 ]
+
+# The modules the names above come from, the lesson's own order: the first that has a name gives it.
+_SOURCES = ("protocol", "seam", "outbound", "adapter", "sse", "transport", "scripted", "provider.connect")
+
+
+def __getattr__(name: str) -> object:
+    """A public name's first use imports the modules it needs (PEP 562); later uses find it here."""
+    if name in __all__:
+        for source in _SOURCES:
+            module = importlib.import_module(f".{source}", __name__)
+            if name in vars(module):
+                value = vars(module)[name]
+                globals()[name] = value
+                return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

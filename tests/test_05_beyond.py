@@ -6,7 +6,7 @@ unchanged against a practice copy. Each check's docstring gives its name (first 
 next step (the ``下一步：`` line) that ``check`` prints when it fails.
 
 Each check is tied, once, to the last practice step it needs: ``@pytest.mark.step("5.x")``
-(``tests/conftest.py`` records it). Until that step's focused tests and every earlier step's
+(``check``'s pytest plugin records it). Until that step's focused tests and every earlier step's
 pass, ``check`` shows the check as 待完成 (pending), never ✓: against a stub, a pass means
 nothing. A check added here needs its marker too (tests/workflow/test_check.py looks).
 """

@@ -21,17 +21,30 @@ class Step:
     files: tuple[str, ...]
     keyword: str  # the pytest ``-k`` filter over FOCUSED_TEST
     expected: int  # how many focused tests that filter selects
-
-    @property
-    def test_command(self) -> str:
-        return f"python -m pytest tests/{FOCUSED_TEST} -k {self.keyword}"
+    notebook: str  # the practice notebook that ends with this step's checkpoint cell
 
 
 STEPS = (
-    Step("5.1", "出站转换", ("pi_course/protocol.py", "pi_course/outbound.py"), "outbound", 1),
-    Step("5.2", "normalized transport 状态机", ("pi_course/adapter.py",), "normalized_transport", 3),
-    Step("5.3", "SSE 与 unknown 边界", ("pi_course/sse.py", "pi_course/transport.py"), "sse", 5),
-    Step("5.4", "fetch transport 与密钥脱敏", ("pi_course/transport.py",), "fetch_transport", 2),
+    Step(
+        "5.1", "出站转换", ("pi_course/protocol.py", "pi_course/outbound.py"), "outbound", 1, "05-1-outbound"
+    ),
+    Step(
+        "5.2",
+        "normalized transport 状态机",
+        ("pi_course/adapter.py",),
+        "normalized_transport",
+        3,
+        "05-2-state-machine",
+    ),
+    Step("5.3", "SSE 与 unknown 边界", ("pi_course/sse.py", "pi_course/transport.py"), "sse", 5, "05-3-sse"),
+    Step(
+        "5.4",
+        "fetch transport 与密钥脱敏",
+        ("pi_course/transport.py",),
+        "fetch_transport",
+        2,
+        "05-4-http-and-redaction",
+    ),
 )
 STEP_NUMBERS = tuple(step.number for step in STEPS)
 CHAPTER_TOTAL = sum(step.expected for step in STEPS)  # 1 + 3 + 5 + 2 = 11

@@ -12,8 +12,8 @@ import re
 from typing import Any
 
 from ..chapter.steps import BEYOND_TEST, FOCUSED_TEST, STEPS, Step
+from .report import Detail, Report, step_of
 from .stubs import Unfinished
-from .testrun import Detail, Report, step_of
 
 WIDTH = 110  # longest value shown in full on one line
 

@@ -1,6 +1,6 @@
 """``check``: what notebook checkpoint cells and ``python -m pi_course check 05`` call.
 
-One run of the tests gives one :class:`~.testrun.Report`; everything shown is computed from it:
+One run of the tests gives one :class:`~.report.Report`; everything shown is computed from it:
 the count lines, the next steps (:mod:`.advice`), the verdict (the last line, which the exit
 status follows) and, with ``--json``, the record that ``grade`` collects per copy.
 
@@ -16,15 +16,15 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TextIO, TypedDict
 
-from ..chapter.steps import CHAPTER_TOTAL, STEP_NUMBERS, STEPS, Step
+from ..chapter.steps import CHAPTER_TOTAL, STEPS, Step
 from .advice import first_thing_to_fix, next_step_lines
 from .locate import check_target, course_root, practice_path_problem
-from .testrun import Report, run_tests
+from .report import Report
+from .testrun import run_tests
 
 __all__ = [
     "CheckRecord",
@@ -33,7 +33,6 @@ __all__ = [
     "check_command",
     "check_record",
     "course_root",
-    "import_failure_teller",
     "record_of",
     "report_lines",
     "steps_for",
@@ -239,30 +238,6 @@ def check_record(path: str | Path) -> CheckRecord:
     started = time.monotonic()
     report = run_tests(STEPS, root, beyond=True)
     return record_of(report, root, time.monotonic() - started)
-
-
-def import_failure_teller(args: list[str], root: Path) -> Callable[[str], None]:
-    """How a copy's own ``check`` says that its pi_course does not import (the excepthook calls it).
-
-    The package failed before the command line could run, so the arguments are read here: the
-    verdict on stdout, or with ``--json`` the ``import-error`` record of the copy itself.
-    """
-    step = args[args.index("--step") + 1] if "--step" in args[:-1] else None
-    steps = steps_for(step) if step in STEP_NUMBERS else STEPS
-    beyond = step is None and "--course-only" not in args
-    elsewhere = "--path" in args or any(arg.startswith("--path=") for arg in args) or "--reference" in args
-
-    def tell(line: str) -> None:
-        report = Report({}, line, import_error=True)
-        if "--json" in args and not elsewhere:
-            print(verdict_of(report, steps, beyond=beyond).line, file=sys.stderr)
-            print(json.dumps(record_of(report, root, 0.0), ensure_ascii=False))
-        elif elsewhere:  # another tree was asked for, and cannot be checked from here
-            print(line, file=sys.stderr)
-        else:
-            print(verdict_of(report, steps, beyond=beyond).line)
-
-    return tell
 
 
 # --- the command ----------------------------------------------------------------------------------

@@ -14,8 +14,9 @@ import sys
 from pathlib import Path
 
 from ..chapter.steps import FOCUSED_TEST, STEPS, Step
+from .diffs import DIFF_FILES, target_diff
 from .locate import find_course_tree, is_practice_copy
-from .practice import DIFF_FILES, TARGET_FOLDER, PracticeError, lab_regions, reference_sources, target_diff
+from .starters import TARGET_FOLDER, PracticeError, lab_regions, reference_sources
 
 EXIT_USAGE = 2
 
@@ -142,12 +143,3 @@ def checkpoint_command(diff: bool = False, mine: bool = False) -> int:
     except BrokenPipeError:  # `checkpoint 05 --diff | head`: the reader left; so do we, quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
-
-
-def __getattr__(name: str) -> object:
-    """Notebooks saved before the split import ``check`` and ``course_root`` from here."""
-    if name in ("check", "course_root"):
-        from . import check as entry
-
-        return getattr(entry, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -14,6 +14,7 @@ from typing import NoReturn
 
 from ..chapter.steps import STEP_NUMBERS
 from ..provider import DEFAULT_PORT
+from .import_failure import lesson_imported
 
 EXIT_USAGE = 2  # a bad argument, path or variable: nothing was run
 EXIT_INTERRUPTED = 130
@@ -256,6 +257,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     checkpoint.add_argument("--diff", action="store_true", help="print the target diff: starter → target")
     checkpoint.add_argument("--mine", action="store_true", help="with --diff: from your files to the target")
 
+    from .grade import DEFAULT_TIMEOUT as GRADE_TIMEOUT  # the grade command's own default, read here
+
     grade = commands.add_parser(
         "grade",
         help="check a class of practice copies (folders, folders of copies, .zip/.tar.gz), in parallel",
@@ -274,7 +277,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--jobs", type=_positive(int), metavar="N", help="copies checked at once (default: CPU count)"
     )
     grade.add_argument(
-        "--timeout", type=_positive(float), default=120.0, metavar="S", help="seconds per copy (default: 120)"
+        "--timeout",
+        type=_positive(float),
+        default=GRADE_TIMEOUT,
+        metavar="S",
+        help=f"seconds per copy (default: {GRADE_TIMEOUT:g})",
     )
 
     try:
@@ -285,6 +292,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             check.error("--json 给出整章的记录：不能和 --step、--course-only 或 -v 一起用")
     except SystemExit as stop:  # --help, or a one-line usage error already printed
         return stop.code if isinstance(stop.code, int) else EXIT_USAGE
+    if args.command in ("chat", "serve"):  # the only commands that run the lesson in this process
+        broken = lesson_imported()
+        if broken is not None:
+            _say(broken)
+            return 1
     if args.command == "serve":
         try:
             return _serve(args.host, args.port)
@@ -297,7 +309,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             _say("chat 已中断（Ctrl-C）。")
             return EXIT_INTERRUPTED
     if args.command == "practice":
-        from .practice import PracticeError, create_practice
+        from .practice import create_practice
+        from .starters import PracticeError
 
         try:
             target = create_practice(args.directory)

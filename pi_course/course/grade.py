@@ -98,7 +98,7 @@ class Graded:
 # --- finding the copies ---------------------------------------------------------------------------
 
 
-def is_course_tree(folder: Path) -> bool:
+def looks_like_a_copy(folder: Path) -> bool:
     """``pi_course/__init__.py`` beside ``tests/test_05_provider_adapter.py``: a tree check can test."""
     return (folder / "pi_course" / "__init__.py").is_file() and (folder / "tests" / FOCUSED_TEST).is_file()
 
@@ -122,7 +122,7 @@ def _visible(path: Path) -> bool:
 def find_tree(folder: Path, depth: int = 2) -> Path | None:
     """The copy at ``folder`` or in its only subfolder, down to ``depth`` (a GitHub download's
     ``repo-main/``, a clone inside a learner's folder)."""
-    if is_course_tree(folder):
+    if looks_like_a_copy(folder):
         return folder
     if depth == 0:
         return None

@@ -1,24 +1,22 @@
 """A ``pi_course`` that does not import, said in one line: where, what, and the next step.
 
-The same line wherever the failure is found: by ``python -m pi_course`` itself (the excepthook
-that ``pi_course/__init__.py`` installs), by ``check``'s probe, or by pytest's collection. This
-module is small and imports nothing from the lesson: the package imports it before its own
-modules, for the course's command line only.
+The same line wherever the failure is found: by the command line's ``chat`` and ``serve`` (which
+import the lesson, :func:`lesson_imported`), by ``check``'s probe, or by pytest's collection.
 """
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import re
-import signal
-import sys
 import traceback
-from collections.abc import Callable
 from pathlib import Path
-from types import FrameType, TracebackType
+from types import FrameType
+
+from .plugin_path.pi_course_check.alarm import alarm
 
 PACKAGE = Path(__file__).resolve().parents[1]  # the pi_course package this module belongs to
 CHECK_COMMAND = "python -m pi_course check 05"
-CONSOLE_SCRIPT = "pi-course"  # [project.scripts] in pyproject.toml
 IMPORT_BOUND = 20.0  # seconds for the command line to import pi_course; it needs about one
 
 # A traceback's location line: Python's (`File "…", line N`) or pytest's short form (`x.py:N: in`).
@@ -106,98 +104,47 @@ def exception_failure_line(error: BaseException, package: Path = PACKAGE) -> str
     return import_failure_line(last, where)
 
 
-def running_module(argv: list[str]) -> str | None:
-    """The module of ``python [options] -m MODULE ...``; ``None`` for a script or ``-c``."""
-    options_with_a_value = {"-W", "-X", "--check-hash-based-pycs"}
-    index = 1
-    while index < len(argv):
-        token = argv[index]
-        if token == "-m":
-            return argv[index + 1] if index + 1 < len(argv) else None
-        if token.startswith("-m"):
-            return token[2:]
-        if token == "-c" or token == "-" or not token.startswith("-"):
-            return None
-        index += 2 if token in options_with_a_value else 1
+def lesson_imported(seconds: float = IMPORT_BOUND) -> str | None:
+    """Import every public name of the running ``pi_course``: ``None``, or the one line saying why not.
+
+    A module that loops forever at its top level is stopped after ``seconds`` (where the platform
+    has ``SIGALRM``), at the line where it is stuck.
+    """
+    try:
+        with _import_bound(seconds):
+            package = importlib.import_module("pi_course")
+            for name in package.__all__:
+                getattr(package, name)
+    except Exception as error:
+        if not importing_a_module(error):
+            raise
+        return exception_failure_line(error)
     return None
 
 
-def is_course_cli(orig_argv: list[str] | None = None, argv: list[str] | None = None) -> bool:
-    """``python -m pi_course …`` or the ``pi-course`` script: the course's command line is running."""
-    orig_argv = list(getattr(sys, "orig_argv", [])) if orig_argv is None else orig_argv
-    argv = sys.argv if argv is None else argv
-    module = running_module(orig_argv)
-    if module is not None:
-        return module == "pi_course" or module.startswith("pi_course.")
-    return bool(argv) and Path(argv[0]).stem == CONSOLE_SCRIPT
-
-
-def importing_the_package(tb: TracebackType | None, package: Path = PACKAGE) -> bool:
-    """The traceback runs through ``pi_course/__init__.py``'s module code: importing it failed."""
-    init = (package / "__init__.py").resolve()
+def importing_a_module(error: BaseException, package: Path = PACKAGE) -> bool:
+    """A module of ``package`` failed to import: its source does not compile, or its top level raised."""
+    root = package.resolve()
+    if isinstance(error, SyntaxError) and error.filename:
+        return Path(error.filename).resolve().is_relative_to(root)
     return any(
-        frame.f_code.co_name == "<module>" and Path(frame.f_code.co_filename).resolve() == init
-        for frame, _ in traceback.walk_tb(tb)
+        frame.f_code.co_name == "<module>" and Path(frame.f_code.co_filename).resolve().is_relative_to(root)
+        for frame, _ in traceback.walk_tb(error.__traceback__)
     )
 
 
-def _to_stderr(line: str) -> None:
-    print(line, file=sys.stderr)
-
-
-def report_import_failures_in_one_line() -> None:
-    """In the course's command line: a ``pi_course`` that does not import is one line, exit 1.
-
-    ``pi_course/__init__.py`` calls this before it imports the lesson modules. Only when the
-    course's command line is running, it installs an ``excepthook`` for exceptions raised while
-    importing the package; every other exception, and every other process (notebooks, pytest,
-    ``import pi_course``), keeps Python's traceback.
-    """
-    if not is_course_cli():
-        return
-    previous = sys.excepthook
-    say: Callable[[str], None] = _to_stderr
-    if sys.argv[1:2] == ["check"]:  # check's own way to say it: its verdict, or its --json record
-        try:
-            from .check import import_failure_teller  # imports no lesson module
-
-            say = import_failure_teller(sys.argv[1:], PACKAGE.parent)
-        except Exception:  # the tooling itself is broken: the plain line still helps
-            pass
-
-    def hook(kind: type[BaseException], error: BaseException, tb: TracebackType | None) -> None:
-        if isinstance(error, Exception) and importing_the_package(tb):
-            say(exception_failure_line(error))
-        else:
-            previous(kind, error, tb)
-
-    sys.excepthook = hook
-    _bound_the_import()
-
-
-def _bound_the_import(seconds: float = IMPORT_BOUND, package: Path = PACKAGE) -> None:
-    """Stop an import of the package that never ends (a loop at a module's top level).
-
-    Raised where the code is stuck, the excepthook above tells it in one line, naming the line.
-    Fires once; if the import is over by then, it only puts the previous handler back.
-    """
-    if not hasattr(signal, "setitimer"):
-        return  # Windows: no alarm; check's probe still bounds the import it makes
-    init = (package / "__init__.py").resolve()
-    try:
-        previous = signal.signal(signal.SIGALRM, signal.SIG_DFL)
-    except ValueError:  # not the main thread
-        return
+def _import_bound(seconds: float, package: Path = PACKAGE) -> contextlib.AbstractContextManager[None]:
+    """Stop an import of the package that never ends (a loop at a module's top level), where it is stuck."""
+    root = package.resolve()
 
     def stuck(signum: int, frame: FrameType | None) -> None:
-        signal.signal(signal.SIGALRM, previous)
         while frame is not None:
-            if frame.f_code.co_name == "<module>" and Path(frame.f_code.co_filename).resolve() == init:
+            code = frame.f_code
+            if code.co_name == "<module>" and Path(code.co_filename).resolve().is_relative_to(root):
                 raise TimeoutError(
                     f"import pi_course 超过 {seconds:g} 秒没有结束——模块顶层（函数之外）的代码进入了"
                     "不会结束的循环（或在等待）"
                 )
             frame = frame.f_back
 
-    signal.signal(signal.SIGALRM, stuck)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    return alarm(seconds, stuck)

@@ -9,7 +9,7 @@ by the same code as the subprocess runner. What a subprocess gives for free is d
   import the learner's files as they are now, not what the kernel imported before;
 * **afterwards everything is put back**: the kernel's own modules, ``sys.path`` and the
   environment (the runner passes its variables, e.g. the time bound, as the environment);
-* **time bounds by asyncio**: each async test is cancelled at its bound by ``tests/conftest.py``
+* **time bounds by asyncio**: each async test is cancelled at its bound by the runner's plugin
   (``asyncio.timeout``); there is no ``SIGALRM`` to interrupt a loop that never awaits.
 
 Async tests are awaited by :func:`await_each_test` on the kernel's own, already running, event
@@ -53,7 +53,9 @@ def tree_first(root: Path, env: Mapping[str, str]) -> Iterator[None]:
     saved_dont_write = sys.dont_write_bytecode
     for name in saved_modules:
         del sys.modules[name]
-    sys.path.insert(0, str(root))
+    # As in a subprocess: the environment's PYTHONPATH (the runner's plugin folder, the tree) first.
+    entries = [entry for entry in env.get("PYTHONPATH", "").split(os.pathsep) if entry]
+    sys.path[:0] = [*entries, str(root)] if str(root) not in entries else entries
     os.environ.clear()
     os.environ.update(env)
     sys.dont_write_bytecode = True  # the learner's tree stays as they wrote it
@@ -140,7 +142,7 @@ def await_each_test() -> object:
 
     anyio's runner starts a second event loop, which a browser kernel cannot block on, so anyio's
     plugin is left out of the run (``-p no:anyio``) and this one calls each async test as
-    ``tests/conftest.py`` wrapped it (inside its time bound).
+    the runner's plugin wrapped it (inside its time bound).
     """
     import pytest
 

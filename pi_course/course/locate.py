@@ -21,8 +21,8 @@ __all__ = [
     "course_root",
     "find_course_tree",
     "focused_test_file",
-    "is_course_tree",
     "is_practice_copy",
+    "is_testable_tree",
     "practice_path_problem",
 ]
 
@@ -53,7 +53,7 @@ def beyond_test_file(root: Path) -> Path | None:
     return _test_file(root, BEYOND_TEST)
 
 
-def is_course_tree(folder: Path) -> bool:
+def is_testable_tree(folder: Path) -> bool:
     """A folder ``check`` can test: ``pi_course/__init__.py`` beside the focused tests."""
     return (folder / "pi_course" / "__init__.py").is_file() and _test_file(folder, FOCUSED_TEST) is not None
 
@@ -70,7 +70,7 @@ def is_practice_copy(folder: Path) -> bool:
 def find_course_tree(start: Path) -> Path | None:
     """The nearest course tree at or above ``start`` (a copy's ``notebooks/`` or ``pi_course/``)."""
     for folder in (start, *start.parents):
-        if is_course_tree(folder):
+        if is_testable_tree(folder):
             return folder
     return None
 
@@ -104,7 +104,7 @@ def check_target(
       Anywhere else ``check`` refuses in one line naming ``--path`` and ``--reference``.
     """
     if reference:
-        if is_practice_copy(running) or not is_course_tree(running):
+        if is_practice_copy(running) or not is_testable_tree(running):
             return None, (
                 f"check 05 --reference：正在运行的 pi_course（{running / 'pi_course'}）不是参考实现。"
                 "在练习副本之外运行它，或用 --path 指定要检查的副本。"

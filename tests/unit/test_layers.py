@@ -11,6 +11,8 @@ each module's layer may import only the layers listed for it in ``MAY_IMPORT``:
   and show events; the course's command line serves the provider; the provider knows neither.
 
 The package's ``__init__`` (the public facade) and ``__main__`` sit on top and are not checked.
+No module may reach itself through imports, inside a layer or across layers (:func:`cycles`): a
+lazy import inside a function counts, since it only hides the circle from Python, not from a reader.
 """
 
 from __future__ import annotations
@@ -87,16 +89,22 @@ def imports_of(path: Path, root: Path) -> list[tuple[str, int]]:
     return found
 
 
+def package_files(root: Path) -> list[Path]:
+    """The package's own modules: not a wheel's packaged tests (``_course/``), nor a copy's target."""
+    return [
+        path
+        for path in sorted(root.rglob("*.py"))
+        if not any(
+            part.startswith(("_", ".")) and part != "__init__.py" for part in path.relative_to(root).parts
+        )
+        and "target-05" not in path.parts
+    ]
+
+
 def violations(root: Path = PACKAGE) -> list[tuple[str, str, str]]:
     """(importing module, imported module, where) for every import its layer may not make."""
     found = []
-    for path in sorted(root.rglob("*.py")):
-        if any(
-            part.startswith(("_", ".")) and part != "__init__.py" for part in path.relative_to(root).parts
-        ):
-            continue  # _course/ (a wheel's packaged tests) and the like
-        if "target-05" in path.parts:
-            continue  # a practice copy's target: data, not package code
+    for path in package_files(root):
         name = module_name(path, root)
         layer = layer_of(name)
         if layer is None:
@@ -143,6 +151,69 @@ def test_a_real_violation_is_caught(tmp_path: Path) -> None:
         ("pi_course.sse", "pi_course.course", "pi_course/sse.py:3"),
         ("pi_course.stream_rules", "httpx", "pi_course/stream_rules.py:1"),
     ]
+
+
+def import_graph(root: Path = PACKAGE) -> dict[str, set[str]]:
+    """Each module of the package and the modules of the package it imports, anywhere in its code."""
+    files = {module_name(path, root): path for path in package_files(root)}
+    graph: dict[str, set[str]] = {}
+    for name, path in files.items():
+        targets = set()
+        for imported, _ in imports_of(path, root):
+            # `from .x import name` names a module; `from . import x` may name a module or an attribute.
+            while imported and imported not in files:
+                imported = imported.rpartition(".")[0]
+            if imported and imported != name:
+                targets.add(imported)
+        graph[name] = targets
+    return graph
+
+
+def cycles(root: Path = PACKAGE) -> list[list[str]]:
+    """Every import circle, each as the modules in order (the first repeated at the end), found once."""
+    graph = import_graph(root)
+    found: list[list[str]] = []
+    seen: set[frozenset[str]] = set()
+
+    def walk(module: str, path: list[str]) -> None:
+        for target in sorted(graph.get(module, ())):
+            if target in path:
+                circle = path[path.index(target) :]
+                if frozenset(circle) not in seen:
+                    seen.add(frozenset(circle))
+                    found.append([*circle, target])
+            elif target not in done:
+                walk(target, [*path, target])
+        done.add(module)
+
+    done: set[str] = set()
+    for module in sorted(graph):
+        if module not in done:
+            walk(module, [module])
+    return found
+
+
+def test_no_module_reaches_itself_through_imports() -> None:
+    assert cycles() == [], "\n".join(" → ".join(circle) for circle in cycles())
+
+
+def test_a_circle_hidden_in_a_function_is_found(tmp_path: Path) -> None:
+    """The checker itself: a circle inside one layer, closed by an import inside a function."""
+    course = tmp_path / "pi_course" / "course"
+    course.mkdir(parents=True)
+    (tmp_path / "pi_course" / "__init__.py").write_text("", encoding="utf-8")
+    (course / "__init__.py").write_text("", encoding="utf-8")
+    (course / "advice.py").write_text("from .testrun import Report\n", encoding="utf-8")
+    (course / "testrun.py").write_text("from . import import_failure\n", encoding="utf-8")
+    (course / "import_failure.py").write_text(
+        "def hook():\n    from .check import teller\n", encoding="utf-8"
+    )
+    (course / "check.py").write_text("from .advice import hints\nimport json\n", encoding="utf-8")
+    (course / "locate.py").write_text("from .testrun import Report\n", encoding="utf-8")
+    assert cycles(tmp_path / "pi_course") == [
+        ["pi_course.course.advice", "pi_course.course.testrun", "pi_course.course.import_failure",
+         "pi_course.course.check", "pi_course.course.advice"],
+    ]  # fmt: skip
 
 
 # --- the lesson's own imports ----------------------------------------------------------------------

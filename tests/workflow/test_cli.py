@@ -20,8 +20,10 @@ import pytest
 from pi_course.course import cli as cli_module
 from pi_course.course import practice as practice_module
 from pi_course.course.cli import main, unknown_model_line
+from pi_course.course.diffs import target_diff
 from pi_course.course.locate import check_target
-from pi_course.course.practice import TARGET_FOLDER, create_practice, target_diff
+from pi_course.course.practice import create_practice
+from pi_course.course.starters import TARGET_FOLDER
 from pi_course.provider.connect import (
     LOCAL_DEFAULT_MODEL,
     ConfigurationError,
@@ -236,7 +238,7 @@ def test_checkpoint_diff_inside_a_copy_prints_the_target_diff(copy: Path) -> Non
     assert "--- starter/pi_course/protocol.py" in result.stdout
     assert "+++ target/pi_course/protocol.py" in result.stdout
     assert "+class ToolDefinition:" in result.stdout
-    assert "+    ToolDefinition," in result.stdout  # 5.1's export in __init__.py
+    assert "+        ToolDefinition," in result.stdout  # 5.1's export in __init__.py
     assert "BEGIN LAB" not in result.stdout
     # The same diff as the reference prints.
     assert result.stdout == target_diff()

@@ -21,6 +21,7 @@ from learners import apply, mistake
 import pi_course
 from pi_course.course import check as check_module
 from pi_course.course import inkernel
+from pi_course.course.plugin_path.pi_course_check.contract import TIMEOUT_VARIABLE
 
 pytestmark = pytest.mark.slow  # the comparison runs the subprocess runner too
 
@@ -116,7 +117,7 @@ def test_a_mistake_reads_the_same_in_kernel(
     shutil.copytree(starter, copy)
     apply(copy, "ada")
     mistake(copy, module, correct, wrong)
-    monkeypatch.setenv("PI_COURSE_TEST_TIMEOUT", "2")
+    monkeypatch.setenv(TIMEOUT_VARIABLE, "2")
     by_subprocess, in_kernel = both_ways(monkeypatch, capsys, copy)
     assert in_kernel == by_subprocess
     assert in_kernel[0] is False

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from pi_course.course.practice import TEACHING_FILES, make_starter, starter_sources
+from pi_course.course.starters import TEACHING_FILES, make_starter, starter_sources
 
 ROOT = Path(__file__).parents[2]
 PACKAGE = ROOT / "pi_course"
@@ -84,7 +84,7 @@ def test_make_starter_replaces_removes_and_keeps_generators() -> None:
 def test_every_stub_names_its_step_in_message_and_docstring() -> None:
     stubs = 0
     for name, text in starter_sources().items():
-        assert "BEGIN LAB" not in text or name == "course/practice.py"
+        assert "BEGIN LAB" not in text or name == "course/starters.py"
         for match in re.finditer(
             r'"""Lab (\d\.\d): [^\n]*\n\s*raise NotImplementedError\("Lab (\d\.\d) ', text
         ):
@@ -181,7 +181,7 @@ def test_checkpoint_command_and_target_diff() -> None:
     diff = cli("checkpoint", "05", "--diff").stdout
     assert "--- starter/pi_course/protocol.py" in diff and "+++ target/pi_course/protocol.py" in diff
     assert "+class ToolDefinition:" in diff
-    assert "+++ target/pi_course/__init__.py" in diff and "+    ToolDefinition," in diff
+    assert "+++ target/pi_course/__init__.py" in diff and "+        ToolDefinition," in diff
     assert '-    raise NotImplementedError("Lab 5.1 出站转换 尚未实现")' in diff
     assert "BEGIN LAB" not in diff
 

@@ -27,7 +27,7 @@ from learners import LEARNERS, merge, mistake
 
 from pi_course.chapter.steps import STEPS
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.notebooks]  # make stages, not make test
 
 ROOT = Path(__file__).parents[2]
 LABELS = {step.number: step.label for step in STEPS}

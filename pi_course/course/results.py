@@ -1,0 +1,151 @@
+"""Read back what a pytest run left: its junit XML (with the plugin's facts) or its progress file.
+
+Only reading: :mod:`.testrun` runs the process, and the plugin (``pi_course_check``) writes both
+files, under the names of ``pi_course_check.contract``.
+"""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from ..chapter.steps import BEYOND_TEST, STEPS, Step
+from .plugin_path.pi_course_check.contract import Fact, read_progress_line
+from .report import BeyondCheck, Detail, Report, step_of
+
+
+def collection_error(junit: Path) -> str | None:
+    """The report of a test file pytest could not collect (import it), if any."""
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        for error in case.iter("error"):
+            if error.get("message") == "collection failure":
+                return error.text or ""
+    return None
+
+
+def _is_beyond(classname_or_nodeid: str) -> bool:
+    return BEYOND_TEST.removesuffix(".py") in classname_or_nodeid
+
+
+def read_junit(junit: Path, steps: tuple[Step, ...] = STEPS, *, with_beyond: bool = False) -> Report:
+    """A finished pytest run's junit XML (with the plugin's facts) as a :class:`Report`."""
+    passed: dict[str, int] = {}
+    failures: list[tuple[str, str]] = []
+    details: dict[str, Detail] = {}
+    beyond: list[BeyondCheck] = []
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        name = case.get("name", "")
+        is_beyond = _is_beyond(case.get("classname", "").split(".")[-1])
+        problems = [child for child in case if child.tag in ("failure", "error", "skipped")]
+        properties = {
+            prop.get("name", ""): prop.get("value", "") for prop in case.iter("property") if prop.get("name")
+        }
+        if problems:
+            report = problems[0].text or problems[0].get("message") or ""
+            detail = _detail(report, properties)
+            details[name] = detail
+            if not is_beyond:
+                failures.append((name, detail.message))
+        elif Fact.LABEL in properties:
+            details[name] = Detail(label=properties[Fact.LABEL])
+        if is_beyond:
+            label = properties.get(Fact.LABEL)
+            beyond.append(BeyondCheck(name, not problems, properties.get(Fact.STEP), label))
+            continue
+        step = step_of(name, steps)
+        if step is not None:
+            passed[step.number] = passed.get(step.number, 0) + (not problems)
+    return Report(
+        passed, failures=tuple(failures), details=details, beyond=tuple(beyond) if with_beyond else None
+    )
+
+
+def read_progress(
+    progress: Path,
+    steps: tuple[Step, ...],
+    output: str,
+    returncode: int | None,
+    *,
+    bound: float,
+    with_beyond: bool = False,
+) -> Report:
+    """The pytest process was stopped at ``bound`` seconds (``returncode`` None) or died: count what
+    its progress file saw finish."""
+    started: list[str] = []
+    outcomes: dict[str, str] = {}
+    if progress.exists():
+        for line in progress.read_text(encoding="utf-8").splitlines():
+            nodeid, outcome = read_progress_line(line)
+            if outcome is None:
+                started.append(nodeid)
+            else:
+                outcomes[nodeid] = outcome
+    if not started:
+        tail = output.strip().splitlines()[-3:]
+        stopped = f"测试进程超过 {bound:g} 秒，已被停止" if returncode is None else None
+        return Report({}, "测试没有运行：" + " / ".join(tail), stopped=stopped, timed_out=returncode is None)
+    passed: dict[str, int] = {}
+    failures: list[tuple[str, str]] = []
+    details: dict[str, Detail] = {}
+    beyond: list[BeyondCheck] = []
+    for nodeid in started:
+        name = nodeid.rsplit("::", 1)[-1]
+        ok = outcomes.get(nodeid) == "passed"
+        if nodeid not in outcomes:  # the test that was running when the process had to stop
+            message = f"超过 {bound:g} 秒没有结束" if returncode is None else "测试进程意外退出"
+            details[name] = Detail(message=message, timeout=bound if returncode is None else None)
+        elif not ok:
+            details[name] = Detail(message="未通过（测试进程没有留下报告；用 check -v 查看详情）")
+        if _is_beyond(nodeid):
+            beyond.append(BeyondCheck(name, ok))
+            continue
+        if not ok:
+            failures.append((name, details[name].message))
+        step = step_of(name, steps)
+        if step is not None:
+            passed[step.number] = passed.get(step.number, 0) + ok
+    if returncode is None:
+        stopped = f"测试进程超过 {bound:g} 秒，已被停止；后面的测试没有运行"
+    else:
+        stopped = f"测试进程意外退出（返回码 {returncode}）；后面的测试没有运行"
+    return Report(
+        passed,
+        failures=tuple(failures),
+        details=details,
+        beyond=tuple(beyond) if with_beyond else None,
+        stopped=stopped,
+        timed_out=returncode is None,
+        output=output,
+    )
+
+
+def _detail(report: str, properties: dict[str, str]) -> Detail:
+    timeout = properties.get(Fact.TIMEOUT)
+    difference = properties.get(Fact.DIFFERENCE)
+    errors = properties.get(Fact.ERROR_MESSAGE)
+    return Detail(
+        message=_assertion_lines(report),
+        timeout=float(timeout) if timeout else None,
+        difference=json.loads(difference) if difference else None,
+        error_messages=tuple(json.loads(errors)) if errors else (),
+        where=properties.get(Fact.WHERE),
+        assertion=_failing_line(report),
+        label=properties.get(Fact.LABEL),
+        hint=properties.get(Fact.HINT),
+        never_awaits=properties.get(Fact.NEVER_AWAITS) == "1",
+    )
+
+
+def _assertion_lines(report: str) -> str:
+    """The ``E   ...`` lines of a pytest failure report: what was asserted and how it differed."""
+    lines = [line[1:].strip() for line in report.splitlines() if line.startswith("E ")]
+    return "\n".join(line for line in lines if line) or report.strip()
+
+
+def _failing_line(report: str) -> str | None:
+    """The test's source line pytest marked with ``>``: the first one is in the test itself."""
+    for line in report.splitlines():
+        if line.startswith(">"):
+            return line[1:].strip()
+    return None
