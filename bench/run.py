@@ -7,7 +7,10 @@
    ``ChatCompletionChunk`` + ``ChatCompletionStreamState``) and vs the floor (split the events,
    ``json.loads`` each payload).
 4. What the speed tricks outside the lesson buy: the same end to end with each one and with the
-   plain code it replaces.
+   plain code it replaces; and what the given reading of each payload costs.
+
+Goal lines (issue 21): growth ≤ 6.5x, ≥ 14x faster than openai-python, ≤ 2.2x the floor. The load
+average is printed first: on a busy machine memory-bound work (the text snapshots) slows most.
 
 All byte streams are the same few MB of realistic chunk payloads, read in 4 KiB pieces through an
 ``httpx.AsyncClient`` over ``httpx.MockTransport`` (no network). Times are this process's CPU
@@ -19,8 +22,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Hashable, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Hashable, Mapping
 from typing import TypeVar
 
 import httpx
@@ -41,7 +45,8 @@ from pi_course import (
     sse,
 )
 from pi_course.protocol import AssistantContent
-from pi_course.reading import InvalidProviderChunk
+from pi_course.seam import InvalidProviderChunk
+from pi_course.stream_rules import SSEEvent
 
 READ_SIZE = 4096
 ROUNDS = 7
@@ -187,6 +192,24 @@ def decoders(raw: bytes) -> dict[str, Callable[[], Awaitable[int]]]:
 # --- 3 and 4. end to end ------------------------------------------------------------------------
 
 
+def text_snapshots(raw: bytes) -> Callable[[], Awaitable[object]]:
+    """What any immutable snapshot pays on this stream: a new text per delta, the previous one held."""
+    deltas = []
+    for event in raw.split(b"\n\n"):
+        if event.startswith(b"data: {"):
+            for choice in json.loads(event[6:])["choices"]:
+                deltas.append(choice["delta"].get("content") or "")
+
+    async def run() -> object:
+        text = held = ""
+        for delta in deltas:
+            text += delta
+            held = text
+        return held
+
+    return run
+
+
 def end_to_end(raw: bytes) -> dict[str, Callable[[], Awaitable[object]]]:
     async def ours() -> object:
         async with client_for(raw) as client:
@@ -223,7 +246,12 @@ def end_to_end(raw: bytes) -> dict[str, Callable[[], Awaitable[object]]]:
                         count += 1
             return count
 
-    return {"pi_course": ours, "openai-python": openai_python, "floor": floor}
+    return {
+        "pi_course": ours,
+        "openai-python": openai_python,
+        "floor": floor,
+        "text snapshots": text_snapshots(raw),
+    }
 
 
 # --- 4. the speed tricks outside the lesson ------------------------------------------------------
@@ -237,7 +265,7 @@ def plain_with_content(self: AssistantMessage, content: tuple[AssistantContent, 
 
 
 def plain_parse_json(data: str) -> object:
-    """``pi_course.reading.parse_json`` without its trick: every payload parsed where it is read."""
+    """``pi_course.payload_reading.parse_json`` without its trick: every payload parsed where it is read."""
     try:
         return json.loads(data)
     except ValueError:
@@ -253,13 +281,31 @@ TRICKS: dict[str, tuple[str, object, str, Callable[..., object]]] = {
         "with_content",
         plain_with_content,
     ),
-    "reading.parse_json": (
-        "the payload the given reading parsed, handed on, not json.loads again",
+    "payload_reading.parse_json": (
+        "the payload the given reading parsed rides on the event's data (ParsedData), not parsed again",
         sse,
         "parse_json",
         plain_parse_json,
     ),
 }
+
+
+def chapter_reader_only(raw: bytes) -> Callable[[], Awaitable[object]]:
+    """Bytes → final message with the chapter's reader alone: what the given reading costs."""
+    shipped = end_to_end(raw)["pi_course"]
+
+    def chapter_reader(self: OpenAICompatibleTransport, events: AsyncIterable[SSEEvent]) -> object:
+        return sse.read_provider_chunks(events)
+
+    async def run() -> object:
+        original = OpenAICompatibleTransport.read_chunks
+        setattr(OpenAICompatibleTransport, "read_chunks", chapter_reader)  # noqa: B010
+        try:
+            return await shipped()
+        finally:
+            setattr(OpenAICompatibleTransport, "read_chunks", original)  # noqa: B010
+
+    return run
 
 
 def tricks(raw: bytes) -> dict[tuple[str, str], Callable[[], Awaitable[object]]]:
@@ -287,16 +333,23 @@ def tricks(raw: bytes) -> dict[tuple[str, str], Callable[[], Awaitable[object]]]
         runs[workload, "as shipped"] = shipped
         for label, (_, owner, name, replacement) in TRICKS.items():
             runs[workload, label] = plain(owner, name, replacement, shipped)
+    runs["bytes -> final message", "the chapter's reader alone"] = chapter_reader_only(raw)
     return runs
 
 
+def goal(text: str, met: bool) -> str:
+    return f"   goal: {text}: {'met' if met else 'NOT met'}"
+
+
 def main() -> None:
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs\n")
     times = adapter_growth()
     small, large = times["20k"], times["80k"]
     copy_small, copy_large = times["copy 20k"], times["copy 80k"]
     print("1. adapter over fixed transports (one-character text deltas, every partial emitted)")
     print(f"   20k deltas {small * 1e3:7.1f} ms | 80k deltas {large * 1e3:7.1f} ms")
     print(f"   growth 80k/20k = {large / small:.2f}x  (linear would be 4.00x)")
+    print(goal("growth 80k/20k <= 6.5x", large / small <= 6.5))
     print(
         f"   the text snapshots alone (text += delta, the previous text held): {copy_small * 1e3:.1f} ms"
         f" | {copy_large * 1e3:.1f} ms, {copy_large / large:.0%} of the 80k run"
@@ -317,8 +370,15 @@ def main() -> None:
     print("\n3. bytes -> final message (pi_course: every partial event emitted)")
     for name, seconds in times.items():
         print(f"   {name:<18} {seconds * 1e3:7.1f} ms  {seconds / events * 1e6:6.2f} us/event")
-    print(f"   pi_course vs openai-python: {times['openai-python'] / times['pi_course']:.1f}x faster")
-    print(f"   pi_course vs the floor: {times['pi_course'] / times['floor']:.2f}x the floor's time")
+    faster, floor = times["openai-python"] / times["pi_course"], times["pi_course"] / times["floor"]
+    print(f"   pi_course vs openai-python: {faster:.1f}x faster")
+    print(f"   pi_course vs the floor: {floor:.2f}x the floor's time")
+    print(goal(">= 14x faster than openai-python", faster >= 14))
+    print(goal("<= 2.2x the floor", floor <= 2.2))
+    snapshots = times["text snapshots"] / times["floor"]
+    print(
+        f"   of which the text snapshots alone (every partial holds the text so far): {snapshots:.2f}x the floor"
+    )
 
     trick_times = best_of(ROUNDS, tricks(raw))
     workloads = sorted({workload for workload, _ in trick_times}, reverse=True)
@@ -330,6 +390,10 @@ def main() -> None:
             for workload in workloads
         ]
         print(f"      {' | '.join(slower)}")
+    alone = trick_times["bytes -> final message", "the chapter's reader alone"]
+    shipped = trick_times["bytes -> final message", "as shipped"]
+    print("   the given reading of each payload (errors, refusals, index 0, usage kept, quirks) costs")
+    print(f"      bytes -> final message {shipped / alone - 1:+.1%} over the chapter's reader alone")
 
 
 if __name__ == "__main__":

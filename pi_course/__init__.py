@@ -2,10 +2,11 @@
 
 The lesson sits at the top: ``protocol`` holds the canonical protocol, ``outbound`` is practice
 5.1, ``adapter`` 5.2, ``sse`` 5.3, ``transport`` 5.3 (reading and abort) and 5.4 (the request and the
-key); ``scripted`` is chapter 04's offline model and ``migration`` the optional exercise. The
-tooling lives in subpackages: ``chapter`` (the steps and fixtures, defined once), ``provider``
-(the embedded OpenAI-compatible server and ``connect()``), ``course`` (practice copies, ``check``,
-the CLI) and ``notebook`` (widgets and display helpers). The names in ``__all__`` are importable
+key); ``seam`` is the contract between transport and adapter; ``scripted`` is chapter 04's offline
+model and ``migration`` the optional exercise. The tooling lives in subpackages: ``chapter`` (the
+steps and fixtures, defined once), ``provider`` (the embedded OpenAI-compatible server and
+``connect()``), ``course`` (practice copies, ``check``, the CLI) and ``notebook`` (widgets and
+display helpers). The names in ``__all__`` are importable
 from here; each loads its module on first use, so ``python -m pi_course`` runs (and says in one
 line what is wrong) even when a lesson module does not import.
 """
@@ -16,16 +17,7 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .adapter import (
-        FinishChunk,
-        OpenAICompatibleModel,
-        ProviderChunk,
-        ProviderRequest,
-        ProviderTransport,
-        TextChunk,
-        ToolChunk,
-        fixed_transport,
-    )
+    from .adapter import OpenAICompatibleModel, fixed_transport
     from .outbound import to_provider_messages, to_provider_tools
     from .protocol import (
         EMPTY_USAGE,
@@ -60,15 +52,16 @@ if TYPE_CHECKING:
     )
     from .provider.connect import connect, local_model
     from .scripted import ScriptedModel
-    from .sse import (
+    from .seam import (
+        FinishChunk,
         InvalidProviderChunk,
-        ProviderError,
-        ProviderRefusal,
-        SSEDecoder,
-        SSEError,
-        SSEEvent,
-        iter_sse_events,
+        ProviderChunk,
+        ProviderRequest,
+        ProviderTransport,
+        TextChunk,
+        ToolChunk,
     )
+    from .sse import ProviderError, ProviderRefusal, SSEDecoder, SSEError, SSEEvent, iter_sse_events
     from .transport import OpenAICompatibleTransport, ProviderTransportError
 
 EDITION = "reference"  # `python -m pi_course practice` writes "practice" in its copies
@@ -138,7 +131,7 @@ __all__ = [
 ]
 
 # The modules the names above come from, the lesson's own order: the first that has a name gives it.
-_SOURCES = ("protocol", "outbound", "adapter", "sse", "transport", "scripted", "provider.connect")
+_SOURCES = ("protocol", "seam", "outbound", "adapter", "sse", "transport", "scripted", "provider.connect")
 
 
 def __getattr__(name: str) -> object:

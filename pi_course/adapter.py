@@ -8,8 +8,9 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
+from copy import copy
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar, Literal, Protocol, TypeAlias
+from typing import Literal
 
 from .outbound import build_request
 from .protocol import (
@@ -34,44 +35,18 @@ from .protocol import (
     aclose_iterator,
     now_ms,
 )
-from .reading import keep_usage_on_error
-
-# --- the seam between transport and adapter -----------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class TextChunk:
-    delta: str
-    type: ClassVar[Literal["text"]] = "text"
-
-
-@dataclass(frozen=True, slots=True)
-class ToolChunk:
-    index: int
-    id: str | None = None
-    name: str | None = None
-    arguments_delta: str | None = None
-    type: ClassVar[Literal["tool"]] = "tool"
-
-
-FinishReason: TypeAlias = Literal["stop", "length", "tool_calls"]
-
-
-@dataclass(frozen=True, slots=True)
-class FinishChunk:
-    reason: FinishReason
-    usage: Usage | None = None
-    type: ClassVar[Literal["finish"]] = "finish"
-
-
-ProviderChunk: TypeAlias = TextChunk | ToolChunk | FinishChunk
-ProviderRequest: TypeAlias = dict[str, Any]
-
-
-class ProviderTransport(Protocol):
-    def stream(
-        self, request: ProviderRequest, *, signal: AbortSignal | None = None
-    ) -> AsyncIterator[ProviderChunk]: ...
+from .seam import (
+    FinishChunk,
+    FinishReason,
+    ProviderChunk,
+    ProviderRequest,
+    ProviderTransport,
+    ReportsUsage,
+    TextChunk,
+    ToolChunk,
+    UsageSent,
+    usage_sent_by,
+)
 
 
 class _FixedTransport:
@@ -98,10 +73,7 @@ class _FixedTransport:
 
 
 def fixed_transport(chunks: Iterable[ProviderChunk | BaseException]) -> _FixedTransport:
-    """An offline transport yielding ``chunks`` in order; an exception in the list is raised there.
-
-    It records each request it was given in ``.requests``.
-    """
+    """An offline transport yielding ``chunks`` in order (an exception in the list is raised there)."""
     return _FixedTransport(chunks)
 
 
@@ -148,8 +120,15 @@ class OpenAICompatibleModel:
         return f"OpenAICompatibleModel(provider={self.provider!r}, model={self.model!r})"
 
     def stream(self, context: AgentContext, *, signal: AbortSignal | None = None) -> ModelStream:
-        # Given: an error or a refusal keeps the usage the provider sent (pi_course.reading).
-        return ModelStream(keep_usage_on_error(self._events(context, signal)))
+        # Given: an error or a refusal keeps the usage the provider sent. The state machine runs over
+        # this stream's own view of the transport, which notes that usage in `sent`.
+        sent = UsageSent()
+        one_stream = copy(self)
+        if isinstance(self.transport, ReportsUsage):
+            one_stream.transport = self.transport.reporting_to(sent)
+        else:
+            one_stream.transport = _UsageFromErrors(self.transport, sent)
+        return ModelStream(_keep_usage(one_stream._events(context, signal), sent))
 
     async def _events(self, context: AgentContext, signal: AbortSignal | None) -> AsyncIterator[ModelEvent]:
         """Lab 5.2: The state machine: ProviderChunks in, snapshot events out, one terminal event."""
@@ -235,6 +214,40 @@ async def _closing(chunks: AsyncIterator[ProviderChunk]) -> AsyncIterator[AsyncI
         yield chunks
     finally:
         await aclose_iterator(chunks)
+
+
+class _UsageFromErrors:
+    """One stream's view of a transport: an exception out of its chunks may carry the usage sent."""
+
+    def __init__(self, transport: ProviderTransport, sent: UsageSent) -> None:
+        self.transport = transport
+        self.sent = sent
+
+    async def stream(
+        self, request: ProviderRequest, *, signal: AbortSignal | None = None
+    ) -> AsyncIterator[ProviderChunk]:
+        chunks = self.transport.stream(request, signal=signal)
+        try:
+            async for chunk in chunks:
+                yield chunk
+        except Exception as error:
+            carried = usage_sent_by(error)
+            if carried is not None:
+                self.sent.counts.update(carried.counts)
+            raise
+        finally:
+            await aclose_iterator(chunks)
+
+
+async def _keep_usage(events: AsyncIterator[ModelEvent], sent: UsageSent) -> AsyncIterator[ModelEvent]:
+    """Hand on the events; an error built without usage gets the usage the provider sent."""
+    try:
+        async for event in events:
+            if type(event) is ErrorEvent and event.error.usage == EMPTY_USAGE and sent.counts:
+                event = ErrorEvent(event.reason, replace(event.error, usage=_normalized(sent.usage())))
+            yield event
+    finally:
+        await aclose_iterator(events)
 
 
 def _normalized(usage: Usage | None) -> Usage:

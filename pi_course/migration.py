@@ -20,8 +20,8 @@ import json
 from collections.abc import AsyncIterable, AsyncIterator, Callable
 from typing import Any
 
-from .adapter import FinishChunk, FinishReason, ProviderChunk, ProviderRequest, TextChunk, ToolChunk
 from .protocol import AbortError, AbortSignal, Usage
+from .seam import FinishChunk, FinishReason, ProviderChunk, ProviderRequest, TextChunk, ToolChunk
 from .sse import InvalidProviderChunk, SSEEvent, iter_sse_events
 
 ByteSource = Callable[[ProviderRequest], AsyncIterable[bytes]]

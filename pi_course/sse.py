@@ -1,16 +1,7 @@
 """Practice 5.3 — bytes → SSE events → validated ``ProviderChunk``s.
 
-Three layers, each testable alone: :class:`SSEDecoder` is the line buffer (a network read carries
-no protocol meaning; a blank line ends an event), :func:`parse_payload` narrows one ``unknown``
-JSON payload field by field, and :func:`read_provider_chunks` merges the finish reason with the
-trailing usage into one finish chunk. The event-stream rules the chapter takes for granted
-(UTF-8 across reads, BOM, every line ending, ``event``/``id``/comment lines, a size bound) are
-given code in :mod:`pi_course.given`.
-
-What the chapter does not teach about payloads (in-stream errors, refusals, choice indexes other
-than 0, ``[DONE]`` with spaces, and real-provider mode, ``strict=False``) is given code too:
-:class:`pi_course.reading.PayloadReading` reads each event before :func:`read_provider_chunks`
-(the chapter's reader) gets it, and :func:`iter_provider_chunks` puts the two together.
+A network read is not an event (the line buffer), ``unknown`` JSON is narrowed field by field,
+and the finish reason waits for the trailing usage before one finish chunk.
 """
 
 from __future__ import annotations
@@ -19,10 +10,27 @@ import json
 from collections.abc import AsyncIterable, AsyncIterator
 from typing import NamedTuple, TypedDict, cast
 
-from .adapter import FinishChunk, FinishReason, ProviderChunk, TextChunk, ToolChunk
-from .given import DEFAULT_MAX_EVENT_SIZE, SSEError, SSEEvent, SSEFields, SSEText, check_event_size
+from .payload_reading import PayloadReader, ProviderError, ProviderRefusal, parse_json
 from .protocol import Usage, aclose_iterator
-from .reading import InvalidProviderChunk, PayloadReading, ProviderError, ProviderRefusal, parse_json
+from .seam import (
+    MAX_SAFE_INTEGER,
+    FinishChunk,
+    FinishReason,
+    InvalidProviderChunk,
+    ProviderChunk,
+    TextChunk,
+    ToolChunk,
+    UsageSent,
+    carry_usage_sent,
+)
+from .stream_rules import (
+    DEFAULT_MAX_EVENT_SIZE,
+    SSEError,
+    SSEEvent,
+    SSEFieldReader,
+    SSETextDecoder,
+    check_event_size,
+)
 
 __all__ = [
     "DEFAULT_MAX_EVENT_SIZE",
@@ -45,17 +53,12 @@ __all__ = [
 
 
 class SSEDecoder:
-    """Sans-IO SSE decoder: bytes in, complete events out, one network read at a time.
-
-    ``feed(read)`` returns the events that read completes (often none, often several);
-    ``close()`` ends the input (an unterminated last event is dropped); ``pending`` is the
-    start of a line still arriving.
-    """
+    """Sans-IO SSE decoder: each network read in, the events it completes out (often none, or several)."""
 
     def __init__(self, *, max_event_size: int = DEFAULT_MAX_EVENT_SIZE) -> None:
         self.max_event_size = max_event_size
-        self._text = SSEText()  # given: UTF-8, BOM, every line ending → "\n"
-        self._fields = SSEFields()  # given: event, id and comment lines; builds the SSEEvent
+        self._text = SSETextDecoder()  # given: UTF-8, BOM, every line ending → "\n"
+        self._fields = SSEFieldReader()  # given: event, id and comment lines; builds the SSEEvent
         self._buffer = ""  # the line buffer: the start of a line whose "\n" has not arrived
         self._data: list[str] = []  # the data lines of the event being collected
 
@@ -69,7 +72,7 @@ class SSEDecoder:
         return self._fields.last_id
 
     def feed(self, chunk: bytes, *, final: bool = False) -> list[SSEEvent]:
-        """Lab 5.3: Line buffer: self._text.decode, data lines, self._fields.add/dispatch, check_event_size"""
+        """Lab 5.3: Line buffer: _text.decode, data lines, _fields.read_line/dispatch, check_event_size"""
         # BEGIN LAB 5.3
         self._buffer += self._text.decode(chunk, final=final)
         lines = self._buffer.split("\n")
@@ -80,7 +83,9 @@ class SSEDecoder:
             if line.startswith("data:"):
                 data.append(line[6:] if line.startswith("data: ") else line[5:])
             elif line:
-                self._fields.add(line, data)  # event:, id:, a comment
+                value = self._fields.read_line(line)  # event:, id:, a comment (a bare "data" gives "")
+                if value is not None:
+                    data.append(value)
             else:  # a blank line ends the event
                 event = self._fields.dispatch(data)
                 if event is not None:
@@ -100,11 +105,7 @@ class SSEDecoder:
 async def iter_sse_events(
     byte_chunks: AsyncIterable[bytes], *, max_event_size: int = DEFAULT_MAX_EVENT_SIZE
 ) -> AsyncIterator[SSEEvent]:
-    """Decode any chunking of an SSE byte stream into events (see :class:`SSEDecoder`).
-
-    Follows the WHATWG event-stream rules: any line ending, one leading BOM, comments, ``data``
-    joined with ``"\\n"``, dispatch on a blank line only, an unterminated last event dropped.
-    """
+    """Decode any chunking of an SSE byte stream into events, by the WHATWG event-stream rules."""
     decoder = SSEDecoder(max_event_size=max_event_size)
     async for chunk in byte_chunks:
         for event in decoder.feed(chunk):
@@ -132,7 +133,6 @@ class PayloadParts(NamedTuple):
     usage: PartialUsage | None
 
 
-MAX_SAFE_INTEGER = 2**53 - 1
 FINISH_REASONS = ("stop", "length", "tool_calls")
 
 
@@ -264,19 +264,19 @@ async def read_provider_chunks(events: AsyncIterable[SSEEvent]) -> AsyncIterator
 
 
 async def iter_provider_chunks(
-    events: AsyncIterable[SSEEvent], *, strict: bool = True
+    events: AsyncIterable[SSEEvent], *, strict: bool = True, usage_sent: UsageSent | None = None
 ) -> AsyncIterator[ProviderChunk]:
-    """Given: the chapter's reader, :func:`read_provider_chunks`, after the given reading of each event.
+    """Given: :func:`read_provider_chunks` after the given reading of each payload (``payload_reading``).
 
-    :class:`~pi_course.reading.PayloadReading` hands it the events (in-stream errors, refusals,
-    choice indexes, ``[DONE]`` with spaces, and with ``strict=False`` what a real provider meant);
-    at the end, the fields the reader ignored are logged once (INFO, ``pi_course.reading``).
+    An exception out of it carries the usage the provider had sent (``seam.usage_sent_by``).
     """
-    reading = PayloadReading(strict=strict)
-    chunks = read_provider_chunks(reading.events(events))
+    reader = PayloadReader(read_quirks=not strict, usage_sent=usage_sent)
+    chunks = read_provider_chunks(reader.events(events))
     try:
         async for chunk in chunks:
             yield chunk
+    except Exception as error:
+        carry_usage_sent(error, reader.usage_sent)
+        raise
     finally:
-        reading.report.log_once()
         await aclose_iterator(chunks)

@@ -1,24 +1,24 @@
 """Practice 5.4 — the HTTP transport: one POST, an SSE response, abort and key redaction.
 
-The API key lives in the transport and goes only into the ``Authorization`` header. Every error
-that leaves :meth:`OpenAICompatibleTransport.stream` has the key replaced by ``[redacted]`` and
-is raised without a chained exception that could still carry the original text.
+The API key goes only into the ``Authorization`` header; every error leaving ``stream()`` has it
+replaced by ``[redacted]``.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator
 from contextlib import asynccontextmanager
+from copy import copy
 from types import TracebackType
 from typing import Any
 
 import httpx
 
-from .adapter import ProviderChunk, ProviderRequest
-from .given import AbortRace
 from .protocol import AbortError, AbortSignal
+from .seam import ProviderChunk, ProviderRequest, UsageSent
 from .sse import iter_provider_chunks, iter_sse_events
+from .stream_rules import AbortRace, SSEEvent
 
 REDACTED = "[redacted]"
 DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=10.0)
@@ -66,18 +66,10 @@ def chat_completions_url(base_url: str) -> str:
 
 
 class OpenAICompatibleTransport:
-    """POST ``{base_url}/chat/completions`` with ``stream: true`` and read the SSE reply.
+    """POST ``{base_url}/chat/completions`` with ``stream: true`` and read the SSE reply as chunks.
 
-    With ``client=None`` the transport owns an ``httpx.AsyncClient``; close it with
-    ``await transport.aclose()`` or use ``async with OpenAICompatibleTransport(...) as t:``.
-    A client you pass in stays yours to close.
-
-    ``strict=True`` (the default) is the chapter's reader. ``strict=False`` is real-provider mode:
-    the given reading (:mod:`pi_course.reading`) first reads what the provider meant (a finish
-    reason without ``delta``, whole tool calls without ``index``, array ``content``) and skips
-    payloads with nothing readable (Azure's filter annotations, OpenAI's ``moderation`` chunk);
-    the chapter's checks then run unchanged. Use it for real providers; the lessons and the
-    focused tests use the default.
+    Without ``client`` it owns an ``httpx.AsyncClient`` (``aclose()`` or ``async with``).
+    ``strict=False`` reads real providers' quirks before the chapter's checks.
     """
 
     def __init__(
@@ -91,6 +83,7 @@ class OpenAICompatibleTransport:
     ) -> None:
         self.url = chat_completions_url(base_url)
         self.strict = strict
+        self._usage_sent: UsageSent | None = None  # set on the view made for one model stream
         self._key = _Secret(api_key)
         self._owns_client = client is None
         self._client = client if client is not None else httpx.AsyncClient(timeout=timeout)
@@ -113,6 +106,16 @@ class OpenAICompatibleTransport:
     ) -> None:
         await self.aclose()
 
+    def reporting_to(self, sent: UsageSent) -> OpenAICompatibleTransport:
+        """Given: this transport for one stream, noting in ``sent`` the usage the provider sends."""
+        one_stream = copy(self)
+        one_stream._usage_sent = sent
+        return one_stream
+
+    def read_chunks(self, events: AsyncIterable[SSEEvent]) -> AsyncIterator[ProviderChunk]:
+        """Given: the chapter's reader (``read_provider_chunks``) after the given reading of each payload."""
+        return iter_provider_chunks(events, strict=self.strict, usage_sent=self._usage_sent)
+
     def _headers(self) -> dict[str, str]:
         """Lab 5.4: Accept SSE, send JSON, and the key as a Bearer token (the only place it goes)."""
         # BEGIN LAB 5.4 (starter: return {"Authorization": f"Bearer {self._key.reveal()}"})
@@ -131,12 +134,12 @@ class OpenAICompatibleTransport:
     async def stream(
         self, request: ProviderRequest, *, signal: AbortSignal | None = None
     ) -> AsyncIterator[ProviderChunk]:
-        """Lab 5.3: _reads → iter_sse_events → iter_provider_chunks; AbortError kept, others redacted."""
+        """Lab 5.3: _reads → iter_sse_events → self.read_chunks; AbortError kept, others redacted."""
         # BEGIN LAB 5.3
         failure: str | None = None
         try:
             async with self._reads(request, signal) as reads:
-                async for chunk in iter_provider_chunks(iter_sse_events(reads), strict=self.strict):
+                async for chunk in self.read_chunks(iter_sse_events(reads)):
                     yield chunk
         except AbortError:
             raise

@@ -6,7 +6,6 @@ a fixture it imports was edited.
 
 from __future__ import annotations
 
-from ..adapter import FinishChunk, ProviderChunk, TextChunk, ToolChunk
 from ..protocol import (
     AgentContext,
     ToolCall,
@@ -17,6 +16,7 @@ from ..protocol import (
     text,
     user_message,
 )
+from ..seam import FinishChunk, ProviderChunk, TextChunk, ToolChunk
 
 MAINLINE_PROMPT = "读取 README.md"
 
@@ -34,16 +34,23 @@ TEXT_CHUNKS: tuple[ProviderChunk, ...] = (
     FinishChunk("stop", Usage(output=2)),
 )
 
-#: The 4/2 diagnostic fixture: text between two tools with non-contiguous provider indexes.
-DIAGNOSTIC_4_2_CHUNKS: tuple[ProviderChunk, ...] = (
-    ToolChunk(4, id="call-read", name="read", arguments_delta='{"path":'),
-    TextChunk("先读"),
-    ToolChunk(2, id="call-search", name="search", arguments_delta='{"query":'),
-    ToolChunk(4, arguments_delta='"README.md"}'),
-    TextChunk("，再查"),
-    ToolChunk(2, arguments_delta='"pi"}'),
-    FinishChunk("tool_calls", Usage(input=10, output=6)),
-)
+
+def interleaved_chunks(first: int, second: int) -> tuple[ProviderChunk, ...]:
+    """Text between two tools at provider indexes ``first`` and ``second``, their arguments interleaved."""
+    return (
+        ToolChunk(first, id="call-read", name="read", arguments_delta='{"path":'),
+        TextChunk("先读"),
+        ToolChunk(second, id="call-search", name="search", arguments_delta='{"query":'),
+        ToolChunk(first, arguments_delta='"README.md"}'),
+        TextChunk("，再查"),
+        ToolChunk(second, arguments_delta='"pi"}'),
+        FinishChunk("tool_calls", Usage(input=10, output=6)),
+    )
+
+
+#: The 4/2 diagnostic fixture: non-contiguous provider indexes (the local provider's
+#: ``interleaved-4-2`` script sends these chunks; ``interleaved`` the same at 0/1).
+DIAGNOSTIC_4_2_CHUNKS = interleaved_chunks(4, 2)
 
 READ_TOOL = ToolDefinition(
     name="read",

@@ -2,27 +2,53 @@
 
 Turn 1 asks for ``read`` as call-1 at index 0 in two argument fragments; turn 2, after the tool
 result, answers in Chinese text. The local provider serves exactly these payloads and the SSE
-stepper cuts exactly these bytes. Plain data only: this works in every practice copy, before any
-lesson module is written.
+stepper cuts exactly these bytes. The payload builders here are the only ones: the local provider
+writes every script with them. Plain data (and the seam's chunks): this works in every practice
+copy, before any lesson module is written.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Iterable
 from typing import Any
+
+from ..seam import FinishChunk, ProviderChunk, TextChunk, ToolChunk
 
 MAINLINE_ANSWER = ("README.md ", "的第一行是 ", "# Project", "。")
 MAINLINE_USAGE = ((30, 2), (42, 9))  # (prompt_tokens, completion_tokens) of turn 1 and turn 2
 
 
-def _choice(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+def choice_payload(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    """One payload of choice 0: a delta, and the finish reason when there is one."""
     return {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
 
 
-def _usage(prompt: int, completion: int) -> dict[str, Any]:
+def usage_payload(prompt: int, completion: int) -> dict[str, Any]:
+    """The trailing usage payload: empty ``choices``, total = prompt + completion (as providers send it)."""
     counts = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
     return {"choices": [], "usage": counts}
+
+
+def payloads_of(chunks: Iterable[ProviderChunk]) -> list[dict[str, Any]]:
+    """The payloads a provider sends for ``chunks``: the seam's chunks written back on the wire."""
+    payloads = []
+    for chunk in chunks:
+        if isinstance(chunk, TextChunk):
+            payloads.append(choice_payload({"content": chunk.delta}))
+        elif isinstance(chunk, ToolChunk):
+            call: dict[str, Any] = {"index": chunk.index}
+            if chunk.id is not None:
+                call.update(id=chunk.id, type="function")
+            function = {"name": chunk.name, "arguments": chunk.arguments_delta}
+            call["function"] = {key: value for key, value in function.items() if value is not None}
+            payloads.append(choice_payload({"tool_calls": [call]}))
+        elif isinstance(chunk, FinishChunk):
+            payloads.append(choice_payload({}, chunk.reason))
+            if chunk.usage is not None:
+                payloads.append(usage_payload(chunk.usage.input, chunk.usage.output))
+    return payloads
 
 
 def mainline_payloads(turn: int) -> list[dict[str, Any]]:
@@ -30,15 +56,15 @@ def mainline_payloads(turn: int) -> list[dict[str, Any]]:
     if turn == 1:
         call = {"index": 0, "id": "call-1", "type": "function"}
         return [
-            _choice({"tool_calls": [{**call, "function": {"name": "read", "arguments": '{"path":'}}]}),
-            _choice({"tool_calls": [{"index": 0, "function": {"arguments": '"README.md"}'}}]}),
-            _choice({}, "tool_calls"),
-            _usage(*MAINLINE_USAGE[0]),
+            choice_payload({"tool_calls": [{**call, "function": {"name": "read", "arguments": '{"path":'}}]}),
+            choice_payload({"tool_calls": [{"index": 0, "function": {"arguments": '"README.md"}'}}]}),
+            choice_payload({}, "tool_calls"),
+            usage_payload(*MAINLINE_USAGE[0]),
         ]
     return [
-        *(_choice({"content": piece}) for piece in MAINLINE_ANSWER),
-        _choice({}, "stop"),
-        _usage(*MAINLINE_USAGE[1]),
+        *(choice_payload({"content": piece}) for piece in MAINLINE_ANSWER),
+        choice_payload({}, "stop"),
+        usage_payload(*MAINLINE_USAGE[1]),
     ]
 
 

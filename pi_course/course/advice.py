@@ -33,7 +33,7 @@ HINTS = {
     "test_sse_missing_finish": "pi_course/sse.py 的 read_provider_chunks()：没有 finish reason 时不产出 "
     "finish chunk；pi_course/transport.py 的 _reads()：在 finally 中关闭响应",
     "test_sse_abort": "pi_course/transport.py 的 _reads()：请求交给 AbortRace.run()，读取交给 "
-    "AbortRace.iterate()（pi_course/given.py），并在 finally 中关闭响应",
+    "AbortRace.iterate()（pi_course/stream_rules.py），并在 finally 中关闭响应",
     "test_sse_invalid_chunk": "pi_course/sse.py 的 parse_payload() 与 _record()：choices 必须是数组，"
     "错误信息写出字段路径",
     "test_sse_unknown_finish_reason": "pi_course/sse.py 的 _finish_reason()：只能是 stop、length、"
@@ -78,12 +78,12 @@ INPUTS = {
 # that meaning applies (see _timeout_meaning).
 TIMEOUT_MEANINGS = {
     "test_sse_abort": "被阻塞的读取没有被 abort 信号打断——只在两次读取之间检查 signal 是不够的；"
-    "每一次读取都要和 abort 信号竞争：用给定的 given.AbortRace 包住响应体的读取",
+    "每一次读取都要和 abort 信号竞争：用给定的 stream_rules.AbortRace 包住响应体的读取",
 }
 TIMEOUT_MEANING = "通常是某次读取在等一段永远不会到来的字节，或一个循环没有结束"
 NEVER_AWAITS = "一个从不 await 的循环没有结束（测试在这里被强行打断；没有哪次读取在等字节）"
 # Where a blocked read waits: the transport's reads, the given abort race, the SSE reader's `async for`.
-READ_PATH_FILES = ("pi_course/transport.py", "pi_course/given.py")
+READ_PATH_FILES = ("pi_course/transport.py", "pi_course/stream_rules.py")
 READ_PATH_FUNCTIONS = ("iter_sse_events",)
 _WHERE = re.compile(r"^(?P<file>\S+):(?P<line>\d+) \((?P<function>[^)]*)\)$")
 

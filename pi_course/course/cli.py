@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from ..chapter.steps import STEP_NUMBERS
+from ..provider import DEFAULT_PORT
 from .import_failure import lesson_imported
 
 EXIT_USAGE = 2  # a bad argument, path or variable: nothing was run
@@ -213,7 +214,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     serve = commands.add_parser("serve", help="run the scripted OpenAI-compatible provider")
     serve.add_argument("--host", default="127.0.0.1", help="interface (default: loopback only)")
-    serve.add_argument("--port", type=_port, default=8765, help="1-65535 (default: 8765)")
+    serve.add_argument("--port", type=_port, default=DEFAULT_PORT, help=f"1-65535 (default: {DEFAULT_PORT})")
 
     chat = commands.add_parser(
         "chat",

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..adapter import FinishChunk, ProviderChunk, TextChunk, ToolChunk
 from ..course.describe import describe_event
+from ..seam import FinishChunk, ProviderChunk, TextChunk, ToolChunk
 
 __all__ = ["chunk_table", "describe_chunk", "describe_event"]
 

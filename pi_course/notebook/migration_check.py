@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from ..adapter import OpenAICompatibleModel, ProviderRequest
+from ..adapter import OpenAICompatibleModel
 from ..migration import MAINLINE_TOKEN_STREAM, ByteSource
 from ..protocol import AgentContext, TextContent, ToolCall, Usage, user_message
+from ..seam import ProviderRequest
 from .display import describe_event
 
 #: The chapter's assistant message for the mainline, as the token/action/end stream carries it.

@@ -2,7 +2,7 @@
 
 The decoder drives everything: before and after each ``feed(read)`` the trace takes its
 ``pending`` (the line still arriving) and the events it dispatched. The text a read appended is
-what the given :class:`~pi_course.given.SSEText` makes of those bytes (the same given code the
+what the given :class:`~pi_course.stream_rules.SSETextDecoder` makes of those bytes (the same given code the
 decoder calls), so the complete lines taken out are the buffer minus what the decoder kept. In a
 practice copy the decoder is the learner's: a stub or a bug ends the trace with a
 :class:`DecoderFailure` instead of an exception. No widget or HTML here: :mod:`.sse_view` draws it.
@@ -75,13 +75,13 @@ def _failure(number: int, error: Exception) -> DecoderFailure:
 def trace_reads(reads: Sequence[bytes], *, response: int = 1, start: int = 1) -> SSETrace:
     """Feed ``reads`` to a new :class:`~pi_course.sse.SSEDecoder` and record each read."""
     try:
-        from ..given import SSEText
         from ..sse import SSEDecoder
+        from ..stream_rules import SSETextDecoder
 
         decoder = SSEDecoder()
     except Exception as error:
         return SSETrace((), _failure(start, error))
-    text_of = SSEText()  # given: what the decoder appends for these bytes
+    text_of = SSETextDecoder()  # given: what the decoder appends for these bytes
     utf8 = codecs.getincrementaldecoder("utf-8")("replace")  # only to show a cut character's bytes
     steps: list[ReadStep] = []
     waiting: list[str] = []

@@ -27,7 +27,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from ..chapter.wire import mainline_payloads
+from ..chapter.fixtures import interleaved_chunks
+from ..chapter.wire import choice_payload, mainline_payloads, payloads_of, usage_payload
+from . import DEFAULT_PORT
 
 # --- scripts ------------------------------------------------------------------------------------
 
@@ -60,42 +62,6 @@ Reply = list[Step] | HTTPFailure
 MessageList = Sequence[dict[str, Any]]
 
 
-def delta(content: str | None = None, tool_calls: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    fields: dict[str, Any] = {}
-    if content is not None:
-        fields["content"] = content
-    if tool_calls is not None:
-        fields["tool_calls"] = tool_calls
-    return {"choices": [{"index": 0, "delta": fields, "finish_reason": None}]}
-
-
-def tool_delta(
-    index: int, arguments: str, call_id: str | None = None, name: str | None = None
-) -> dict[str, Any]:
-    call: dict[str, Any] = {"index": index, "function": {"arguments": arguments}}
-    if call_id is not None:
-        call["id"] = call_id
-        call["type"] = "function"
-    if name is not None:
-        call["function"]["name"] = name
-    return delta(tool_calls=[call])
-
-
-def finish(reason: str) -> dict[str, Any]:
-    return {"choices": [{"index": 0, "delta": {}, "finish_reason": reason}]}
-
-
-def usage(prompt: int, completion: int) -> dict[str, Any]:
-    return {
-        "choices": [],
-        "usage": {
-            "prompt_tokens": prompt,
-            "completion_tokens": completion,
-            "total_tokens": prompt + completion,
-        },
-    }
-
-
 def mainline(messages: MessageList) -> Reply:
     """Turn 1: ``read`` as call-1 in two fragments; once a tool result is in: a text answer."""
     answered = any(message.get("role") == "tool" for message in messages)
@@ -106,26 +72,21 @@ def interleaved(first: int, second: int) -> Callable[[MessageList], Reply]:
     """Text between two tools; 4/2 is the chapter's diagnostic, 0/1 what real providers send."""
 
     def script(messages: MessageList) -> Reply:
-        return [
-            tool_delta(first, '{"path":', "call-read", "read"),
-            delta("先读"),
-            tool_delta(second, '{"query":', "call-search", "search"),
-            tool_delta(first, '"README.md"}'),
-            delta("，再查"),
-            tool_delta(second, '"pi"}'),
-            finish("tool_calls"),
-            usage(10, 6),
-        ]
+        return list(payloads_of(interleaved_chunks(first, second)))
 
     return script
+
+
+def text(content: str) -> dict[str, Any]:
+    return choice_payload({"content": content})
 
 
 def slow(messages: MessageList) -> Reply:
     """Five text deltas 50 ms apart, to watch events arrive one by one."""
     steps: list[Step] = []
     for piece in ("一", "二", "三", "四", "五"):
-        steps += [delta(piece), Pause(0.05)]
-    return [*steps, finish("stop"), usage(5, 5)]
+        steps += [text(piece), Pause(0.05)]
+    return [*steps, choice_payload({}, "stop"), usage_payload(5, 5)]
 
 
 SCRIPTS: dict[str, Callable[[MessageList], Reply]] = {
@@ -137,12 +98,12 @@ SCRIPTS: dict[str, Callable[[MessageList], Reply]] = {
     "fault-429": lambda m: HTTPFailure(429, "Rate limit reached, retry later.", "rate_limit_error"),
     "fault-500": lambda m: HTTPFailure(500, "The server had an error.", "server_error"),
     "fault-stream-error": lambda m: [
-        delta("正在"),
+        text("正在"),
         {"error": {"message": "The model is overloaded.", "type": "server_error"}},
     ],
-    "fault-drop": lambda m: [delta("正在"), Drop()],
-    "fault-missing-finish": lambda m: [delta("正在"), delta("读取")],
-    "fault-invalid-chunk": lambda m: [delta("正在"), {"choices": [{"index": 0, "delta": {"content": 42}}]}],
+    "fault-drop": lambda m: [text("正在"), Drop()],
+    "fault-missing-finish": lambda m: [text("正在"), text("读取")],
+    "fault-invalid-chunk": lambda m: [text("正在"), {"choices": [{"index": 0, "delta": {"content": 42}}]}],
 }
 
 
@@ -382,7 +343,7 @@ class LocalProvider:
         return f"LocalProvider({state})"
 
 
-def serve(host: str = "127.0.0.1", port: int = 8765) -> None:
+def serve(host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> None:
     """Run the provider in the foreground (``python -m pi_course serve``)."""
     import uvicorn
 

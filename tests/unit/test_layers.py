@@ -23,7 +23,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).parents[2] / "pi_course"
 
-LESSON_MODULES = ("protocol", "outbound", "adapter", "sse", "transport", "scripted", "migration")
+LESSON_MODULES = ("protocol", "outbound", "adapter", "sse", "transport", "seam", "scripted", "migration")
 STDLIB = "stdlib"
 OUTSIDE = {STDLIB, "httpx", "third-party"}  # what tooling may use from outside the package
 MAY_IMPORT: dict[str, set[str]] = {
@@ -46,7 +46,7 @@ def layer_of(module: str) -> str | None:
         return None
     if parts[1] in LESSON_MODULES:
         return "lesson"
-    if parts[1] in ("given", "reading"):  # reading: the given reading of each payload
+    if parts[1] in ("stream_rules", "payload_reading"):  # the given SSE helpers
         return "given"
     if parts[1] in ("chapter", "provider", "course", "notebook"):
         return parts[1]
@@ -143,13 +143,13 @@ def test_a_real_violation_is_caught(tmp_path: Path) -> None:
         "def chat():\n    from ..notebook.display import describe_event\n", encoding="utf-8"
     )
     (root / "sse.py").write_text("import json\nimport httpx\nfrom .course import check\n", encoding="utf-8")
-    (root / "given.py").write_text("import httpx\nfrom . import protocol\n", encoding="utf-8")
+    (root / "stream_rules.py").write_text("import httpx\nfrom . import protocol\n", encoding="utf-8")
     (root / "chapter" / "wire.py").write_text("from ..provider import server\n", encoding="utf-8")
     assert violations(root) == [
         ("pi_course.chapter.wire", "pi_course.provider", "pi_course/chapter/wire.py:1"),
         ("pi_course.course.cli", "pi_course.notebook.display", "pi_course/course/cli.py:2"),
-        ("pi_course.given", "httpx", "pi_course/given.py:1"),
         ("pi_course.sse", "pi_course.course", "pi_course/sse.py:3"),
+        ("pi_course.stream_rules", "httpx", "pi_course/stream_rules.py:1"),
     ]
 
 
@@ -214,3 +214,28 @@ def test_a_circle_hidden_in_a_function_is_found(tmp_path: Path) -> None:
         ["pi_course.course.advice", "pi_course.course.testrun", "pi_course.course.import_failure",
          "pi_course.course.check", "pi_course.course.advice"],
     ]  # fmt: skip
+
+
+# --- the lesson's own imports ----------------------------------------------------------------------
+
+# What practice 5.1–5.4 write, and all they may import from the package besides each other.
+LESSON = ("protocol", "outbound", "adapter", "sse", "transport")
+LESSON_USES = {
+    "pi_course.seam": "the transport ↔ adapter contract",
+    "pi_course.stream_rules": "the given SSE helpers: text, fields, size bound, abort race",
+    "pi_course.payload_reading": "the given SSE helper that reads each payload before the validator",
+}
+
+
+def package_imports(module: str) -> set[str]:
+    path = PACKAGE / f"{module}.py"
+    return {name for name, _ in imports_of(path, PACKAGE) if name.split(".")[0] == "pi_course"}
+
+
+def test_the_lesson_imports_only_the_protocol_the_seam_and_the_given_sse_helpers() -> None:
+    lesson = {f"pi_course.{module}" for module in LESSON}
+    used = set().union(*(package_imports(module) for module in LESSON)) - lesson
+    assert used == set(LESSON_USES)
+    # The adapter reads chunks only: no SSE, no payload reading, no HTTP.
+    assert package_imports("adapter") == {"pi_course.protocol", "pi_course.outbound", "pi_course.seam"}
+    assert package_imports("seam") == {"pi_course.protocol"}

@@ -210,7 +210,7 @@ async def test_finish_waits_for_trailing_usage_and_done_ends_reading() -> None:
     assert await chunks_of(choice(delta={"content": "a"})) == [TextChunk("a")]
 
 
-# --- the given reading (pi_course.reading), in both modes --------------------------------------
+# --- the given reading (pi_course.payload_reading), in both modes-------------------------------
 
 
 @pytest.mark.parametrize("strict", [True, False])

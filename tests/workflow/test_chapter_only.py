@@ -2,7 +2,7 @@
 
 ``learners/cai`` holds no rule the chapter does not teach: no in-stream ``error`` payloads, no
 choice index, no refusals, no ``strict`` flag, ``[DONE]`` compared exactly. The given reading
-around the lab (``pi_course/reading.py``) must make up the difference, so that in a practice copy
+around the lab (``pi_course/payload_reading.py``) must make up the difference, so that in a practice copy
 with cai's solution, every recording 05-7 reads ends the way ``index.json`` says for the
 reference, in both modes (the wording of a rejection aside: the learner words it, the field it
 names must be the same).

@@ -384,7 +384,7 @@ def test_an_import_error_names_the_importing_line(
 
 @pytest.mark.slow
 def test_an_import_that_never_ends_is_a_timeout(new_practice: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    path = new_practice / "pi_course" / "given.py"
+    path = new_practice / "pi_course" / "stream_rules.py"
     path.write_text(path.read_text(encoding="utf-8") + "\nwhile True:\n    pass\n", encoding="utf-8")
     monkeypatch.setattr(probe, "IMPORT_BOUND", 2.0)
     report = run_tests(steps_for(None), new_practice, beyond=True)
@@ -395,7 +395,7 @@ def test_an_import_that_never_ends_is_a_timeout(new_practice: Path, monkeypatch:
 @pytest.mark.slow
 def test_the_command_line_stops_an_import_that_never_ends_at_the_stuck_line(new_practice: Path) -> None:
     """``chat`` in the copy imports the copy's lesson in its own process: that import is bounded too."""
-    path = new_practice / "pi_course" / "given.py"
+    path = new_practice / "pi_course" / "stream_rules.py"
     source = path.read_text(encoding="utf-8")
     path.write_text(source + "\nwhile True:\n    pass\n", encoding="utf-8")
     loop_lines = {len(source.splitlines()) + 2, len(source.splitlines()) + 3}  # `while True:`, `pass`
@@ -407,7 +407,7 @@ def test_the_command_line_stops_an_import_that_never_ends_at_the_stuck_line(new_
     assert result.returncode == 1 and result.stdout == ""
     [line] = result.stderr.splitlines()
     stuck = re.fullmatch(
-        r"pi_course/given\.py 第 (\d+) 行：TimeoutError: import pi_course 超过 2 秒没有结束"
+        r"pi_course/stream_rules\.py 第 (\d+) 行：TimeoutError: import pi_course 超过 2 秒没有结束"
         r"——模块顶层（函数之外）的代码进入了不会结束的循环（或在等待）（pi_course 无法导入）。"
         r"下一步：改好这一行，再运行 python -m pi_course check 05。",
         line,
@@ -463,7 +463,7 @@ def test_a_blocked_read_is_named_with_its_meaning_by_the_per_test_bound(complete
     # The test's own 1-second bound fired; the bound on the whole process did not.
     assert "超过 1 秒没有结束：被阻塞的读取没有被 abort 信号打断" in result.stdout
     assert "测试进程超过" not in result.stdout
-    assert "given.AbortRace" in result.stdout
+    assert "stream_rules.AbortRace" in result.stdout
 
 
 @pytest.mark.slow
@@ -641,7 +641,7 @@ def test_a_json_error_after_every_delta_arrived_points_at_done_not_at_the_line_b
     [
         ("pi_course/sse.py:116 (iter_sse_events)", True),  # awaiting the next read
         ("pi_course/transport.py:160 (OpenAICompatibleTransport._reads)", True),
-        ("pi_course/given.py:40 (AbortRace.iterate)", True),
+        ("pi_course/stream_rules.py:40 (AbortRace.iterate)", True),
         (None, True),
         ("pi_course/sse.py:85 (SSEDecoder.feed)", False),  # stuck in a loop of its own
         ("pi_course/adapter.py:170 (OpenAICompatibleModel._events)", False),
@@ -667,7 +667,7 @@ def test_hints_name_the_tool_and_the_idea_never_a_solution_line() -> None:
     for text in texts:  # a statement, or a method called with arguments, is a line to copy
         assert not re.search(r"\b(?:yield|return) \w| = ", text), text
         assert not re.search(r"\w\.\w+\([^)]", text), text
-    assert "given.AbortRace" in advice.TIMEOUT_MEANINGS["test_sse_abort"]
+    assert "stream_rules.AbortRace" in advice.TIMEOUT_MEANINGS["test_sse_abort"]
 
 
 # --- what the source says the test could not: a stub left, the stub's yield left ------------------

@@ -38,7 +38,7 @@ from .contract import PROGRESS_VARIABLE, TIMEOUT_VARIABLE, Fact, progress_line, 
 
 SYNC_GRACE = 2.0  # how much longer than the bound an async test may take to react to cancellation
 MAX_TIMEOUTS = 3  # a solution that hangs everywhere should not cost the learner a minute
-GIVEN_FILES = ("protocol.py", "given.py")  # code the lesson calls but does not write
+GIVEN_FILES = ("protocol.py", "stream_rules.py")  # code the lesson calls but does not write
 _HERE = Path(__file__).resolve().parent  # this plugin's frames are never the learner's line
 
 _timed_out = pytest.StashKey[float]()

@@ -1,8 +1,8 @@
 from __future__ import annotations
 
-from .adapter import FinishChunk, TextChunk, ToolChunk
-from .given import check_event_size
 from .protocol import Usage
+from .seam import FinishChunk, TextChunk, ToolChunk
+from .stream_rules import check_event_size
 
 
 def feed(self, chunk, *, final=False):
@@ -24,7 +24,9 @@ def feed(self, chunk, *, final=False):
             value = line[5:]
             self._data.append(value[1:] if value.startswith(" ") else value)
         else:
-            self._fields.add(line, self._data)
+            value = self._fields.read_line(line)
+            if value is not None:
+                self._data.append(value)
     self._buffer = self._buffer[start:]
     check_event_size(self._buffer, self._data, self.max_event_size)
     return events

@@ -4,9 +4,9 @@ import json
 
 import httpx
 
-from .given import AbortRace
 from .protocol import AbortError
-from .sse import iter_provider_chunks, iter_sse_events
+from .sse import iter_sse_events
+from .stream_rules import AbortRace
 
 
 def redact(self, message):
@@ -45,7 +45,7 @@ async def stream(self, request, *, signal=None):
     failure = None
     try:
         async with self._reads(request, signal) as reads:
-            async for chunk in iter_provider_chunks(iter_sse_events(reads), strict=self.strict):
+            async for chunk in self.read_chunks(iter_sse_events(reads)):
                 yield chunk
     except AbortError:
         raise

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import math
 
-from .adapter import FinishChunk, TextChunk, ToolChunk
-from .given import check_event_size
 from .protocol import Usage
+from .seam import FinishChunk, TextChunk, ToolChunk
+from .stream_rules import check_event_size
 
 USAGE_FIELDS = {"prompt_tokens": "input", "completion_tokens": "output", "total_tokens": "total_tokens"}
 
@@ -15,7 +15,9 @@ def feed(self, chunk, *, final=False):
     dispatched = []
     for line in lines:
         if line:
-            self._fields.add(line, self._data)
+            value = self._fields.read_line(line)
+            if value is not None:
+                self._data.append(value)
             continue
         event = self._fields.dispatch(self._data)
         self._data = []

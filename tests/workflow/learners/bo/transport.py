@@ -4,9 +4,9 @@ import contextlib
 
 import httpx
 
-from .given import AbortRace
 from .protocol import AbortError
-from .sse import iter_provider_chunks, iter_sse_events
+from .sse import iter_sse_events
+from .stream_rules import AbortRace
 
 
 def redact(self, message):
@@ -43,7 +43,7 @@ async def stream(self, request, *, signal=None):
     try:
         async with self._reads(request, signal) as reads:
             events = iter_sse_events(reads)
-            async for chunk in iter_provider_chunks(events, strict=self.strict):
+            async for chunk in self.read_chunks(events):
                 yield chunk
     except AbortError:
         raise

@@ -1,19 +1,9 @@
-"""Given code, not the lesson: the rules chapter 05 relies on but does not teach.
+"""Given code, not the lesson: the byte-stream rules chapter 05 relies on but does not teach.
 
-The lab regions in ``sse.py`` and ``transport.py`` call these helpers; a practice copy keeps them
-as they are. What each one does is standard behaviour the chapter takes for granted:
-
-- :class:`SSEText`: bytes → text, as the chapter's ``TextDecoder`` with ``{ stream: true }``,
-  plus the event-stream rules for one leading BOM and for every line ending (CRLF, LF, a lone
-  CR, also when CR and LF arrive in different reads), so that lines only ever end in ``"\\n"``.
-- :class:`SSEFields`: the event-stream fields other than ``data:`` (comments, ``event``,
-  ``id``, ``retry``, unknown names) and building the dispatched :class:`SSEEvent`.
-- :func:`check_event_size`: a bound on an event that never ends (:class:`SSEError`).
-- :class:`AbortRace`: awaits one step at a time against the abort signal, so ``abort()`` ends
-  even a read that is blocked waiting for bytes.
-
-How each payload is read before the chapter's validator (in-stream errors, refusals, choice
-indexes, real-provider mode) is given code as well, in :mod:`pi_course.reading`.
+The lab regions in ``sse.py`` and ``transport.py`` call these helpers: :class:`SSETextDecoder`
+(UTF-8 across reads, one BOM, every line ending → ``"\\n"``), :class:`SSEFieldReader` (the
+``event``/``id``/comment lines, the dispatched :class:`SSEEvent`), :func:`check_event_size` and
+:class:`AbortRace` (every read races the abort signal).
 """
 
 from __future__ import annotations
@@ -43,7 +33,7 @@ class SSEError(Exception):
     """The byte stream cannot be framed (an event larger than the configured bound)."""
 
 
-class SSEText:
+class SSETextDecoder:
     """Network reads → text whose lines all end in ``"\\n"`` (UTF-8, BOM, CR, CRLF handled)."""
 
     def __init__(self) -> None:
@@ -71,27 +61,27 @@ class SSEText:
         return text
 
 
-class SSEFields:
-    """The event-stream fields besides ``data: …``, and the event a blank line dispatches."""
+class SSEFieldReader:
+    """The event-stream fields besides the data lines, and the event a blank line dispatches."""
 
     def __init__(self) -> None:
         self.event_type = ""
         self.last_id = ""
 
-    def add(self, line: str, data: list[str]) -> None:
-        """Apply one non-blank line that is not ``data:``; a bare ``data`` line appends ``""``."""
+    def read_line(self, line: str) -> str | None:
+        """Read one non-blank line: ``event``, ``id``, a comment (None); a data line gives its value."""
         if line[0] == ":":
-            return  # a comment
+            return None  # a comment
         name, colon, value = line.partition(":")
         if colon and value[:1] == " ":
             value = value[1:]
         if name == "data":
-            data.append(value)
-        elif name == "event":
+            return value  # also a bare "data" line: ""
+        if name == "event":
             self.event_type = value
         elif name == "id" and "\0" not in value:
             self.last_id = value
-        # retry and unknown field names are ignored
+        return None  # retry and unknown field names are ignored
 
     def dispatch(self, data: list[str]) -> SSEEvent | None:
         """At a blank line: the event made of ``data`` (``None`` when no data line came)."""
