@@ -1,6 +1,6 @@
 """The chapter's rules, checked on the learner's own functions and generators.
 
-The focused tests drive the lesson through the given wrappers (``ModelStream``, ``SSEText``,
+The focused tests drive the lesson through the given wrappers (``ModelStream``, ``SSETextDecoder``,
 the adapter's own signal check), which can hide a rule the learner's code breaks. These checks
 call what the learner wrote directly: the adapter's event generator before ``ModelStream``,
 ``SSEDecoder`` with every line ending, ``build_request()``, ``fixed_transport()`` with a signal,

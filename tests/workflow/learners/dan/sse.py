@@ -3,8 +3,8 @@ from __future__ import annotations
 import json
 
 from .adapter import FinishChunk, TextChunk, ToolChunk
-from .given import DEFAULT_MAX_EVENT_SIZE, SSEError, SSEEvent
 from .protocol import Usage
+from .stream_rules import DEFAULT_MAX_EVENT_SIZE, SSEError, SSEEvent
 
 BOM = b"\xef\xbb\xbf"
 CR, LF = 0x0D, 0x0A
