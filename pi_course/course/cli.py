@@ -228,6 +228,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     practice = commands.add_parser("practice", help="create a practice copy at the chapter's start")
     practice.add_argument("chapter", choices=["05"])
     practice.add_argument("directory", help="a new or empty folder")
+    practice.add_argument(
+        "--points",
+        metavar="SPEC",
+        help="the Classroom workflow's points per test: 5.1=1,5.2=3,... (as grade's)",
+    )
 
     check = commands.add_parser(
         "check",
@@ -332,12 +337,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             _say("chat 已中断（Ctrl-C）。")
             return EXIT_INTERRUPTED
     if args.command == "practice":
+        from .grade.gradebook import GradebookError, parse_points
         from .practice import create_practice
         from .starters import PracticeError
 
         try:
-            target = create_practice(args.directory)
-        except PracticeError as error:
+            target = create_practice(args.directory, parse_points(args.points) if args.points else None)
+        except (PracticeError, GradebookError) as error:
             _say(str(error))
             return EXIT_USAGE
         except KeyboardInterrupt:

@@ -15,6 +15,7 @@ import hashlib
 import io
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -33,7 +34,7 @@ from learners import apply, mistake
 
 from pi_course.chapter.steps import CHAPTER_TOTAL, STEPS
 from pi_course.course import grade as grading
-from pi_course.course.classroom import CI_REQUIREMENTS
+from pi_course.course.classroom import CI_REQUIREMENTS, classroom_workflow, focused_tests, grader_command
 from pi_course.course.grade import (
     FIELDS,
     Graded,
@@ -47,7 +48,7 @@ from pi_course.course.grade import (
     instructor_copy,
 )
 from pi_course.course.grade.assemble import Instructor
-from pi_course.course.grade.gradebook import to_csv
+from pi_course.course.grade.gradebook import GradebookError, Points, parse_points, to_csv
 from pi_course.course.grade.page import to_html
 from pi_course.course.grade.report import table, to_json
 from pi_course.course.import_failure import IMPORT_BOUND
@@ -406,11 +407,12 @@ def test_a_practice_copy_ships_github_classroom_autograding(tmp_path: Path) -> N
         for step in steps
         if step.get("uses", "").startswith("classroom-resources/autograding-command-grader@")
     ]
-    expected = [(f"python -m pi_course check 05 --step {step.number}", step.expected) for step in STEPS]
+    tests = focused_tests(ROOT / "tests" / "test_05_provider_adapter.py")
     assert [(g["with"]["command"], g["with"]["max-score"]) for g in graders] == [
-        *expected,
+        *((grader_command(name), 1) for _, name in tests),
         ("python -m pi_course check 05", 0),
     ]
+    assert [number for number, _ in tests] == [step.number for step in STEPS for _ in range(step.expected)]
     assert sum(g["with"]["max-score"] for g in graders) == CHAPTER_TOTAL
     [reporter] = [
         step
@@ -419,7 +421,7 @@ def test_a_practice_copy_ships_github_classroom_autograding(tmp_path: Path) -> N
     ]
     runners = reporter["with"]["runners"].split(",")
     assert runners == [g["id"] for g in graders]
-    assert reporter["env"] == {
+    assert reporter["env"] == {  # the reporter reads <ID>_RESULTS, the id upper-cased as it is
         f"{runner.upper()}_RESULTS": f"${{{{ steps.{runner}.outputs.result }}}}" for runner in runners
     }
     # What the copy's CI installs is what pyproject.toml asks for, at the same bounds.
@@ -572,3 +574,55 @@ def test_a_class_at_a_glance(tmp_path: Path) -> None:
     assert "SSEDecoder.feed()：行缓冲" in page and "AbortRace.iterate()" in page
     for name in records:
         assert f'data-name="{name}"' in page
+
+
+def workflow_points(workflow: str) -> dict[str, int | float]:
+    """Each graded step's max-score in a Classroom workflow, by its test name."""
+    steps = yaml.safe_load(workflow)["jobs"]["run-autograding-tests"]["steps"]
+    return {
+        step["with"]["test-name"]: step["with"]["max-score"]
+        for step in steps
+        if "with" in step and "max-score" in step["with"]
+    }
+
+
+def test_classroom_and_grade_count_the_same_points_per_step() -> None:
+    for spec in (None, "5.1=1,5.2=3,5.3=2,5.4=0.5"):
+        points = parse_points(spec)
+        scores = workflow_points(classroom_workflow(points))
+        for step in STEPS:
+            in_classroom = sum(score for name, score in scores.items() if name.startswith(f"{step.number} "))
+            assert in_classroom == points.step_max(step.number)
+    assert parse_points("5.2=3").score({"focused": {"5.2": [2, 3], "5.3": [4, 5]}}) == {
+        "5.1": 0, "5.2": 6, "5.3": 4, "5.4": 0,
+    }  # fmt: skip
+    with pytest.raises(GradebookError, match=r"5\.9"):
+        parse_points("5.9=1")
+
+
+@pytest.mark.slow
+def test_a_copy_at_ten_of_eleven_scores_the_same_in_classroom_and_grade(tmp_path: Path) -> None:
+    copy = tmp_path / "lab"
+    made = cli("practice", "05", str(copy))
+    assert made.returncode == 0, made.stderr
+    apply(copy, "ada")
+    mistake(
+        copy, "transport.py", "yield race.iterate(response.aiter_bytes())", "yield response.aiter_bytes()"
+    )
+    workflow = (copy / ".github" / "workflows" / "classroom.yml").read_text(encoding="utf-8")
+    steps = yaml.safe_load(workflow)["jobs"]["run-autograding-tests"]["steps"]
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    classroom = 0
+    for step in steps:
+        command = step.get("with", {}).get("command", "")
+        if not command.startswith("python -m pytest"):
+            continue
+        ran = subprocess.run(
+            [sys.executable, *shlex.split(command)[1:]], cwd=copy, env=env, capture_output=True, text=True,
+            timeout=120, check=False,
+        )  # fmt: skip
+        classroom += step["with"]["max-score"] if ran.returncode == 0 else 0
+    checked = cli("check", "05", "--json", "--path", str(copy), cwd=tmp_path)
+    record = json.loads(checked.stdout.strip().splitlines()[-1])
+    graded = sum(Points({}).score(record).values())
+    assert classroom == graded == 10
