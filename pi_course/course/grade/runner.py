@@ -82,6 +82,11 @@ class Running:
             self._processes.add(process)
         return process
 
+    @property
+    def stopping(self) -> bool:
+        """Stopped by Ctrl-C: what finishes now was cut short and is no row."""
+        return self._stopping
+
     def done(self, process: subprocess.Popen[bytes]) -> None:
         with self._lock:
             self._processes.discard(process)
@@ -225,7 +230,7 @@ def grade(
 
         def one(source: Source) -> Graded:
             graded = grade_one(source, instructor, sandbox, timeout, running, command, environ, codes)
-            if progress is not None:
+            if progress is not None and not running.stopping:
                 progress(graded)
             return graded
 
