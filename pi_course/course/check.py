@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Literal, NotRequired, TextIO, TypedDict
 
 from ..chapter.rules import RULES
-from ..chapter.steps import CHAPTER_TOTAL, STEPS, Step
+from ..chapter.steps import CHAPTER_TOTAL, FOCUSED_TEST, STEPS, Step
 from ..chapter.steps import step as step_named
 from .advice import first_thing_to_fix, next_step_lines
-from .locate import check_target, course_root, practice_path_problem
+from .locate import check_target, course_root, is_practice_copy, practice_path_problem
 from .report import Report
 from .rulestate import count_line, rule_name, rule_results, rules_ok, table_lines
 from .testrun import run_tests
@@ -65,6 +65,7 @@ class CheckRecord(TypedDict):
     seconds: float
     rules_kept: NotRequired[int]  # the chapter's rules (chapter/rules.py) this copy keeps
     rules_total: NotRequired[int]
+    tests: NotRequired[dict[str, bool]]  # each focused test and beyond check that ran or failed: passed
 
 
 def steps_for(number: str | None) -> tuple[Step, ...]:
@@ -102,6 +103,8 @@ def verdict_of(report: Report, steps: tuple[Step, ...] = STEPS, *, beyond: bool 
     else:
         scope = CHAPTER
     done = report.ok(steps) and report.beyond_ok() and rules_ok(report)
+    if done and beyond and report.beyond_note is not None:  # a missing beyond file is never done
+        return Verdict(scope, False, report.beyond_note)
     if done:
         return Verdict(scope, True, None)
     first = first_thing_to_fix(report, steps) or "没有找到失败的测试（用 check -v 查看 pytest 的完整报告）"
@@ -228,7 +231,22 @@ def record_of(report: Report, root: Path, seconds: float) -> CheckRecord:
         seconds=round(seconds, 2),
         rules_kept=sum(result.state == "kept" for result in rule_results(report) or ()),
         rules_total=len(RULES),
+        tests=_test_outcomes(report),
     )
+
+
+def _test_outcomes(report: Report) -> dict[str, bool]:
+    """Each focused test and beyond check by name: passed, or failed (a pending beyond check is left out)."""
+    outcomes: dict[str, bool] = {}
+    for nodeid, passed in report.outcomes.items():
+        file, _, name = nodeid.partition("::")
+        if file.endswith(FOCUSED_TEST):
+            outcomes[name] = passed
+    for beyond in report.beyond or ():
+        state = report.beyond_state(beyond)
+        if state != "pending":
+            outcomes[beyond.name] = state == "passed"
+    return outcomes
 
 
 def not_a_copy_record(path: str | Path, why: str) -> CheckRecord:
@@ -281,20 +299,38 @@ def check_command(
     course_only: bool = False,
     verbose: bool = False,
     rules: bool = False,
+    sandbox: str = "auto",
+    assembled: bool = False,
 ) -> int:
     """``python -m pi_course check 05 …``: find the tree, run, print; the exit status follows the verdict.
 
     0: done; 1: not done; 2: nothing checked (not a copy). With ``as_json`` the record is the
     only thing printed on stdout (a path that is not a copy is a ``not-a-copy`` record), and the
     text a learner reads goes to stderr, so ``grade`` gets both from one run.
+
+    ``--path`` to a practice copy checks its lesson files with this installation's tests, in the
+    sandbox ``grade`` uses (:func:`.grade.runner.check_path`); ``assembled`` is that sandbox's own
+    call, on the tree it built.
     """
     root, line = check_target(path, _cwd(), course_root(), reference=reference)
-    if line is not None:
+    if line is not None and not assembled:
         print(line, file=sys.stderr)
     if root is None:
         if as_json:
             print(json.dumps(not_a_copy_record(path or _cwd(), line or ""), ensure_ascii=False))
         return EXIT_USAGE
+    if path is not None and not assembled and is_practice_copy(root) and root != course_root():
+        from .grade.runner import check_path
+        from .grade.sandbox import SandboxError
+
+        flags = [*(["--step", step] if step else []), *(["--json"] if as_json else [])]
+        flags += [*(["--course-only"] if course_only else []), *(["-v"] if verbose else [])]
+        flags += ["--rules"] if rules else []
+        try:
+            return check_path(root, flags, sandbox_name=sandbox, as_json=as_json)
+        except SandboxError as error:
+            print(error, file=sys.stderr)
+            return EXIT_USAGE
     steps = steps_for(step)
     beyond = step is None and not course_only
     started = time.monotonic()

@@ -228,6 +228,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     practice = commands.add_parser("practice", help="create a practice copy at the chapter's start")
     practice.add_argument("chapter", choices=["05"])
     practice.add_argument("directory", help="a new or empty folder")
+    practice.add_argument(
+        "--points",
+        metavar="SPEC",
+        help="the Classroom workflow's points per test: 5.1=1,5.2=3,... (as grade's)",
+    )
 
     check = commands.add_parser(
         "check",
@@ -254,6 +259,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     check.add_argument(
         "--rules", action="store_true", help="the chapter's rules table, ✓ / ✗ / 待完成 for the copy"
     )
+    check.add_argument(
+        "--sandbox", choices=("auto", "bwrap", "none"), default="auto",
+        help="with --path: where the copy's code runs (default auto: bubblewrap where installed)",
+    )  # fmt: skip
+    check.add_argument("--assembled", action="store_true", help=argparse.SUPPRESS)  # grade's own call
 
     checkpoint = commands.add_parser("checkpoint", help="where chapter 05 starts and ends")
     checkpoint.add_argument("chapter", choices=["05"])
@@ -265,8 +275,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     grade = commands.add_parser(
         "grade",
         help="check a class of practice copies (folders, folders of copies, .zip/.tar.gz), in parallel",
-        description="Check every practice copy: each on a temporary copy, in its own process group, "
-        "with a time bound and an environment without provider settings or keys. "
+        description="Check every practice copy: its lesson files with the installed course's tests, "
+        "each in a bubblewrap sandbox (no network, no view of your files or processes) with a time bound. "
         "Prints a table (unfinished copies first) and writes the files asked for.",
     )
     grade.add_argument("chapter", choices=["05"])
@@ -285,6 +295,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=GRADE_TIMEOUT,
         metavar="S",
         help=f"seconds per copy (default: {GRADE_TIMEOUT:g})",
+    )
+    grade.add_argument(
+        "--sandbox", choices=("auto", "bwrap", "none"), default="auto",
+        help="auto (default): bubblewrap where installed, else a loud not-sandboxed warning; "
+        "bwrap: refuse without it; none: scrubbed environment and time bound only",
+    )  # fmt: skip
+    grade.add_argument(
+        "--points",
+        metavar="SPEC",
+        help="points per focused test of each step: 5.1=1,5.2=3,... or a TOML file",
+    )
+    grade.add_argument(
+        "--roster", metavar="CSV", help="folder or GitHub user name → student id and name (student_id, name)"
     )
 
     try:
@@ -314,12 +337,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             _say("chat 已中断（Ctrl-C）。")
             return EXIT_INTERRUPTED
     if args.command == "practice":
+        from .grade.gradebook import GradebookError, parse_points
         from .practice import create_practice
         from .starters import PracticeError
 
         try:
-            target = create_practice(args.directory)
-        except PracticeError as error:
+            target = create_practice(args.directory, parse_points(args.points) if args.points else None)
+        except (PracticeError, GradebookError) as error:
             _say(str(error))
             return EXIT_USAGE
         except KeyboardInterrupt:
@@ -339,18 +363,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             course_only=args.course_only,
             verbose=args.verbose,
             rules=args.rules,
+            sandbox=args.sandbox,
+            assembled=args.assembled,
         )
     if args.command == "checkpoint":
         from .checkpoint import checkpoint_command
 
         return checkpoint_command(args.diff, args.mine)
     if args.command == "grade":
-        from .grade_report import run as run_grade
+        from .grade.command import run as run_grade
 
         try:
             return run_grade(
                 args.paths, json_file=args.json_file, csv_file=args.csv_file, html_file=args.html_file,
-                jobs=args.jobs, timeout=args.timeout,
+                jobs=args.jobs, timeout=args.timeout, sandbox=args.sandbox, points=args.points,
+                roster=args.roster,
             )  # fmt: skip
         except KeyboardInterrupt:
             _say("grade 已中断（Ctrl-C），没有留下检查进程。")

@@ -13,9 +13,9 @@ import os
 import secrets
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..chapter.steps import BEYOND_TEST, CHAPTER_TOTAL, FOCUSED_TEST, RULES_TEST, STEPS
-from .classroom import classroom_workflow
 from .locate import PACKAGE, course_root
 from .starters import (
     TARGET_FOLDER,
@@ -25,6 +25,9 @@ from .starters import (
     reference_sources,
     starter_sources,
 )
+
+if TYPE_CHECKING:
+    from .grade.gradebook import Points
 
 
 def _course_file(*parts: str) -> Path:
@@ -39,7 +42,7 @@ def _course_file(*parts: str) -> Path:
     )
 
 
-def create_practice(destination: str | Path) -> Path:
+def create_practice(destination: str | Path, points: Points | None = None) -> Path:
     """Write a standalone practice copy to ``destination`` (which must be absent or empty).
 
     The copy is built in a hidden sibling folder and renamed into place at the end, so a failure
@@ -54,7 +57,7 @@ def create_practice(destination: str | Path) -> Path:
     was_empty_folder = target.exists()
     try:
         scratch.mkdir()
-        _write_copy(scratch)
+        _write_copy(scratch, points)
         if was_empty_folder:
             target.rmdir()  # empty, checked above; a rename cannot replace it everywhere
         scratch.rename(target)
@@ -100,7 +103,7 @@ def _cannot_create(target: Path, error: OSError) -> str:
     return f"无法创建练习目录 {target}：{reason}。请换一个可以写入的新目录路径（没有留下任何文件）。"
 
 
-def _write_copy(root: Path) -> None:
+def _write_copy(root: Path, points: Points | None = None) -> None:
     package = root / "pi_course"
     starters = starter_sources()
     for name, path in package_files():
@@ -127,7 +130,10 @@ def _write_copy(root: Path) -> None:
     (root / "LEARNING.md").write_text(learning_md(), encoding="utf-8")
     workflows = root / ".github" / "workflows"
     workflows.mkdir(parents=True)
-    (workflows / "classroom.yml").write_text(classroom_workflow(), encoding="utf-8")
+    from .classroom import classroom_workflow  # it reads the points grade counts, which imports this
+
+    workflow = classroom_workflow(points) if points is not None else classroom_workflow()
+    (workflows / "classroom.yml").write_text(workflow, encoding="utf-8")
 
 
 def _has_course_file(*parts: str) -> bool:

@@ -258,7 +258,10 @@ def test_json_record_of_a_fresh_copy(new_practice: Path, tmp_path: Path) -> None
     result = cli("check", "05", "--json", "--path", str(new_practice), cwd=tmp_path)
     assert result.returncode == 1
     assert result.stderr.splitlines() == [f"第 05 章：未完成——{RED_LIGHT}"]  # the text, on stderr
-    assert json_record(result) == {
+    record = json_record(result)
+    # Checked from outside with the installed course's tests, in the sandbox: no flag for a fresh copy.
+    assert record.pop("flags") == [] and record.pop("tests") == {}
+    assert record == {
         "name": "lab", "path": str(new_practice), "status": "incomplete", "focused": FOCUSED_NONE,
         "focused_passed": 0, "focused_total": 11, "beyond_passed": 0, "beyond_total": 0,
         "first_failure": RED_LIGHT, "rules_kept": 0, "rules_total": len(RULES),
@@ -272,6 +275,9 @@ def test_json_record_of_a_done_copy(completed: Path, tmp_path: Path) -> None:
     assert result.stderr.splitlines()[0] == "出站转换：1/1 通过"
     assert result.stderr.splitlines()[-1] == "第 05 章：完成"
     record = json_record(result)
+    assert record.pop("flags") == []
+    tests = record.pop("tests")
+    assert len(tests) == 11 + record["beyond_total"] and all(tests.values())
     assert record.pop("beyond_passed") == record.pop("beyond_total")
     assert record.pop("rules_kept") == record.pop("rules_total") == len(RULES)
     assert record == {
@@ -294,6 +300,7 @@ def test_json_record_of_a_copy_that_does_not_import(completed: Path, tmp_path: P
         record = json_record(result)
         assert result.stderr.splitlines() == [f"第 05 章：未完成——{record['first_failure']}"]
         first = record.pop("first_failure")
+        assert record.pop("flags", []) == [] and record.pop("tests") == {}
         assert isinstance(first, str) and first.startswith("pi_course/sse.py 第 ")
         assert "SyntaxError: expected ':'（pi_course 无法导入）" in first
         assert record == {

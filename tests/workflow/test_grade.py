@@ -15,6 +15,7 @@ import hashlib
 import io
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -23,7 +24,7 @@ import tarfile
 import time
 import tomllib
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -33,16 +34,33 @@ from learners import apply, mistake
 
 from pi_course.chapter.steps import CHAPTER_TOTAL, STEPS
 from pi_course.course import grade as grading
-from pi_course.course.classroom import CI_REQUIREMENTS
-from pi_course.course.grade import Graded, GradeError, Source, UnsafeArchive, discover, extract, grade_one
-from pi_course.course.grade_report import table, to_csv, to_html, to_json
+from pi_course.course.classroom import CI_REQUIREMENTS, classroom_workflow, focused_tests, grader_command
+from pi_course.course.grade import (
+    FIELDS,
+    Graded,
+    GradeError,
+    Sandbox,
+    Source,
+    UnsafeArchive,
+    discover,
+    extract,
+    grade_one,
+    instructor_copy,
+)
+from pi_course.course.grade.assemble import Instructor
+from pi_course.course.grade.gradebook import GradebookError, Points, parse_points, to_csv
+from pi_course.course.grade.page import to_html
+from pi_course.course.grade.report import table, to_json
 from pi_course.course.import_failure import IMPORT_BOUND
 
 ROOT = Path(__file__).parents[2]
-FIELDS = [
-    "name", "path", "status", "focused", "focused_passed", "focused_total", "beyond_passed", "beyond_total",
-    "first_failure", "seconds",
-]  # fmt: skip
+NONE = Sandbox("none", "test")
+
+
+@pytest.fixture(scope="module")
+def instructor() -> Iterator[Instructor]:
+    with instructor_copy() as made:
+        yield made
 
 
 def cli(*args: str, cwd: Path = ROOT, timeout: float = 600) -> subprocess.CompletedProcess[str]:
@@ -164,7 +182,7 @@ def test_links_in_an_archive_are_left_out(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_the_check_sees_no_provider_settings_or_keys(tmp_path: Path) -> None:
+def test_the_check_sees_no_provider_settings_or_keys(tmp_path: Path, instructor: Instructor) -> None:
     copy = fake_copy(tmp_path / "ada")
     environ = {
         **os.environ,
@@ -174,19 +192,22 @@ def test_the_check_sees_no_provider_settings_or_keys(tmp_path: Path) -> None:
         "LC_ALL": "C.UTF-8",
     }  # fmt: skip
     command = stand_in("record('done', json.dumps(sorted(os.environ)))")
-    graded = grade_one(Source("ada", copy, "folder"), 30, command, environ, None)
+    graded = grade_one(Source("ada", copy, "folder"), instructor, NONE, 30, None, command, environ)
     seen = json.loads(graded.record["first_failure"])
     for name in ("PI_COURSE_API_KEY", "PI_COURSE_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL",
                  "ANTHROPIC_API_KEY", "GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY"):  # fmt: skip
         assert name not in seen
-    assert "PATH" in seen and "LC_ALL" in seen
+    assert "PATH" in seen and "LC_ALL" in seen and "HOME" in seen
+    assert graded.record["flags"] == ["tests-modified", "not-sandboxed"]  # a stand-in copy: empty tests
     env = grading.scrubbed_environment(environ)
-    assert env["PYTHONPATH"] == str(Path(grading.__file__).parents[2])
+    assert env["PYTHONPATH"] == str(Path(grading.__file__).parents[3])
     assert "sk-" not in json.dumps(env)
 
 
 @pytest.mark.slow
-def test_a_copy_past_its_bound_is_stopped_with_everything_it_started(tmp_path: Path) -> None:
+def test_a_copy_past_its_bound_is_stopped_with_everything_it_started(
+    tmp_path: Path, instructor: Instructor
+) -> None:
     copy = fake_copy(tmp_path / "loop")
     pid_file = tmp_path / "grandchild.pid"
     script = (
@@ -196,7 +217,7 @@ def test_a_copy_past_its_bound_is_stopped_with_everything_it_started(tmp_path: P
         "while True:\n    pass\n"
     )
     before = tree_digest(copy)
-    graded = grade_one(Source("loop", copy, "folder"), 3, stand_in(script))
+    graded = grade_one(Source("loop", copy, "folder"), instructor, NONE, 3, None, stand_in(script))
     assert graded.record["status"] == "timeout"
     assert graded.record["first_failure"].startswith("超过 3 秒没有结束")
     assert graded.record["focused_passed"] == 0 and graded.record["focused_total"] == 11
@@ -229,7 +250,7 @@ def test_ctrl_c_stops_every_running_check_and_starts_no_other(tmp_path: Path) ->
     script = f"""
 import signal, subprocess, sys
 from pathlib import Path
-from pi_course.course.grade import discover, grade
+from pi_course.course.grade import Sandbox, discover, grade
 loop = (
     "import os, subprocess, sys, time\\n"
     "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\\n"
@@ -237,7 +258,7 @@ loop = (
     "while True: time.sleep(0.1)\\n"
 )
 try:
-    grade(discover([{str(tmp_path / "class")!r}]), jobs=2, timeout=600,
+    grade(discover([{str(tmp_path / "class")!r}]), jobs=2, timeout=600, sandbox=Sandbox("none"),
           command=lambda copy: [sys.executable, "-c", loop, str(copy)])
 except KeyboardInterrupt:
     sys.exit(130)
@@ -260,7 +281,7 @@ except KeyboardInterrupt:
 
 
 @pytest.mark.slow
-def test_the_check_runs_on_a_temporary_copy(tmp_path: Path) -> None:
+def test_the_check_runs_on_a_temporary_tree(tmp_path: Path, instructor: Instructor) -> None:
     copy = fake_copy(tmp_path / "ada")
     (copy / ".venv").mkdir()
     (copy / ".venv" / "big").write_text("x", encoding="utf-8")
@@ -271,18 +292,19 @@ def test_the_check_runs_on_a_temporary_copy(tmp_path: Path) -> None:
         "open(os.path.join(root, 'pi_course', '__init__.py'), 'w').write('overwritten')\n"
         "record('incomplete', ','.join(sorted(os.listdir(root)) + sorted(os.listdir(os.path.join(root, 'pi_course')))))\n"
     )
-    graded = grade_one(Source("ada", copy, "folder"), 30, stand_in(script))
-    assert graded.record["first_failure"] == "pi_course,tests,__init__.py"  # no .venv, no link
+    graded = grade_one(Source("ada", copy, "folder"), instructor, NONE, 30, None, stand_in(script))
+    listed = graded.record["first_failure"].split(",")
+    # The instructor's tree: its package and tests, no .venv, no link, the copy's lesson files only.
+    assert listed[:2] == ["pi_course", "tests"] and "link.py" not in listed and "course" in listed
     assert graded.record["path"] == str(copy) and graded.record["name"] == "ada"
     assert tree_digest(copy) == before
 
 
 @pytest.mark.slow
-def test_a_check_without_a_record_is_reported_not_hidden(tmp_path: Path) -> None:
+def test_a_check_without_a_record_is_reported_not_hidden(tmp_path: Path, instructor: Instructor) -> None:
     copy = fake_copy(tmp_path / "ada")
-    graded = grade_one(
-        Source("ada", copy, "folder"), 30, stand_in("print('boom', file=sys.stderr); sys.exit(3)")
-    )
+    failing = stand_in("print('boom', file=sys.stderr); sys.exit(3)")
+    graded = grade_one(Source("ada", copy, "folder"), instructor, NONE, 30, None, failing)
     assert graded.record["status"] == "import-error"
     assert graded.record["first_failure"] == "check 没有给出记录（返回码 3）：boom"
     assert "boom" in graded.output
@@ -297,7 +319,8 @@ def record(name: str, status: str, passed: int, first_failure: str | None = None
         "focused": {"5.1": [min(passed, 1), 1], "5.2": [max(0, min(passed - 1, 3)), 3],
                     "5.3": [max(0, min(passed - 4, 5)), 5], "5.4": [max(0, min(passed - 9, 2)), 2]},
         "focused_passed": passed, "focused_total": 11, "beyond_passed": 9 if status == "done" else 0,
-        "beyond_total": 9, "first_failure": first_failure, "seconds": 1.25,
+        "beyond_total": 9, "first_failure": first_failure, "seconds": 1.25, "flags": [],
+        "graded_at": "2026-12-04T10:00:00Z", "tests": {},
     }  # fmt: skip
 
 
@@ -323,11 +346,14 @@ def test_the_table_puts_unfinished_copies_first_and_prints_no_control_characters
 
 def test_json_and_csv_hold_every_record_and_no_formula() -> None:
     records = json.loads(to_json(RESULTS))
-    assert [list(item) for item in records] == [FIELDS] * 3
+    assert [list(item) for item in records] == [list(FIELDS)] * 3
     assert records[1]["name"] == HOSTILE
-    rows = list(csv.DictReader(io.StringIO(to_csv(RESULTS))))
-    assert [row["name"] for row in rows] == ["ada", "'" + HOSTILE, "cy"]
-    assert rows[1]["5.3"] == "0/5" and rows[1]["focused_passed"] == "4" and rows[0]["first_failure"] == ""
+    text = to_csv([graded.record for graded in RESULTS])
+    assert text.startswith("\ufeffstudent,student_id,folder,score,max,percent,step_5.1,")
+    rows = list(csv.DictReader(io.StringIO(text.removeprefix("\ufeff"))))
+    assert [row["folder"] for row in rows] == ["ada", "'" + HOSTILE, "cy"]
+    assert rows[1]["step_5.3"] == "0" and rows[1]["step_5.2"] == "3" and rows[1]["score"] == "4"
+    assert rows[1]["max"] == "11" and rows[1]["percent"] == "36.4" and rows[0]["first_failure"] == ""
     assert rows[1]["first_failure"] == "  ✗ test_sse — <b>看</b> sse.py"
 
 
@@ -345,8 +371,9 @@ def test_the_html_page_escapes_everything_and_loads_nothing() -> None:
 
     Tags().feed(page)
     assert {tag for tag, _ in tags} == {
-        "html", "head", "meta", "title", "style", "body", "h1", "p", "table", "thead", "tbody", "tr", "th", "td",
-        "details", "summary", "pre",
+        "html", "head", "meta", "title", "style", "body", "h1", "h2", "p", "table", "thead", "tbody", "tr", "th",
+        "td", "details", "summary", "pre", "section", "figure", "figcaption", "svg", "text", "rect", "dl", "dt",
+        "dd",
     }  # fmt: skip
     assert not [attrs for _, attrs in tags if any(name in ("src", "href", "action") for name, _ in attrs)]
 
@@ -380,11 +407,12 @@ def test_a_practice_copy_ships_github_classroom_autograding(tmp_path: Path) -> N
         for step in steps
         if step.get("uses", "").startswith("classroom-resources/autograding-command-grader@")
     ]
-    expected = [(f"python -m pi_course check 05 --step {step.number}", step.expected) for step in STEPS]
+    tests = focused_tests(ROOT / "tests" / "test_05_provider_adapter.py")
     assert [(g["with"]["command"], g["with"]["max-score"]) for g in graders] == [
-        *expected,
+        *((grader_command(name), 1) for _, name in tests),
         ("python -m pi_course check 05", 0),
     ]
+    assert [number for number, _ in tests] == [step.number for step in STEPS for _ in range(step.expected)]
     assert sum(g["with"]["max-score"] for g in graders) == CHAPTER_TOTAL
     [reporter] = [
         step
@@ -393,7 +421,7 @@ def test_a_practice_copy_ships_github_classroom_autograding(tmp_path: Path) -> N
     ]
     runners = reporter["with"]["runners"].split(",")
     assert runners == [g["id"] for g in graders]
-    assert reporter["env"] == {
+    assert reporter["env"] == {  # the reporter reads <ID>_RESULTS, the id upper-cased as it is
         f"{runner.upper()}_RESULTS": f"${{{{ steps.{runner}.outputs.result }}}}" for runner in runners
     }
     # What the copy's CI installs is what pyproject.toml asks for, at the same bounds.
@@ -481,7 +509,7 @@ def test_a_class_at_a_glance(tmp_path: Path) -> None:
         "syntax-error", "cy",
     ]  # fmt: skip
     for item in records.values():
-        assert list(item) == FIELDS
+        assert list(item) == [*FIELDS, "output"]  # the check's text: a later re-grade rebuilds the page
         assert item["focused_total"] == 11
         assert sum(passed for passed, _ in item["focused"].values()) == item["focused_passed"]
     full = {"5.1": [1, 1], "5.2": [3, 3], "5.3": [5, 5], "5.4": [2, 2]}
@@ -536,12 +564,65 @@ def test_a_class_at_a_glance(tmp_path: Path) -> None:
     )
     assert rows[11] == "共 10 份：done 3，incomplete 4，import-error 1，timeout 1，not-a-copy 1"
 
-    table_rows = list(csv.DictReader((out / "class.csv").open(encoding="utf-8")))
-    assert [row["name"] for row in table_rows] == list(records)
-    assert table_rows[0]["5.3"] == "5/5" and table_rows[0]["status"] == "done"
+    table_rows = list(csv.DictReader((out / "class.csv").open(encoding="utf-8-sig")))
+    assert [row["folder"] for row in table_rows] == list(records)
+    assert table_rows[0]["step_5.3"] == "5" and table_rows[0]["status"] == "done"
+    assert table_rows[0]["score"] == "11" and table_rows[0]["percent"] == "100.0"
     page = (out / "class.html").read_text(encoding="utf-8")
     assert page.count("<details>") == 10
     # Behind each row, the check's full text: the next step it names, not only the first failure.
     assert "SSEDecoder.feed()：行缓冲" in page and "AbortRace.iterate()" in page
     for name in records:
         assert f'data-name="{name}"' in page
+
+
+def workflow_points(workflow: str) -> dict[str, int | float]:
+    """Each graded step's max-score in a Classroom workflow, by its test name."""
+    steps = yaml.safe_load(workflow)["jobs"]["run-autograding-tests"]["steps"]
+    return {
+        step["with"]["test-name"]: step["with"]["max-score"]
+        for step in steps
+        if "with" in step and "max-score" in step["with"]
+    }
+
+
+def test_classroom_and_grade_count_the_same_points_per_step() -> None:
+    for spec in (None, "5.1=1,5.2=3,5.3=2,5.4=0.5"):
+        points = parse_points(spec)
+        scores = workflow_points(classroom_workflow(points))
+        for step in STEPS:
+            in_classroom = sum(score for name, score in scores.items() if name.startswith(f"{step.number} "))
+            assert in_classroom == points.step_max(step.number)
+    assert parse_points("5.2=3").score({"focused": {"5.2": [2, 3], "5.3": [4, 5]}}) == {
+        "5.1": 0, "5.2": 6, "5.3": 4, "5.4": 0,
+    }  # fmt: skip
+    with pytest.raises(GradebookError, match=r"5\.9"):
+        parse_points("5.9=1")
+
+
+@pytest.mark.slow
+def test_a_copy_at_ten_of_eleven_scores_the_same_in_classroom_and_grade(tmp_path: Path) -> None:
+    copy = tmp_path / "lab"
+    made = cli("practice", "05", str(copy))
+    assert made.returncode == 0, made.stderr
+    apply(copy, "ada")
+    mistake(
+        copy, "transport.py", "yield race.iterate(response.aiter_bytes())", "yield response.aiter_bytes()"
+    )
+    workflow = (copy / ".github" / "workflows" / "classroom.yml").read_text(encoding="utf-8")
+    steps = yaml.safe_load(workflow)["jobs"]["run-autograding-tests"]["steps"]
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    classroom = 0
+    for step in steps:
+        command = step.get("with", {}).get("command", "")
+        if not command.startswith("python -m pytest"):
+            continue
+        ran = subprocess.run(
+            [sys.executable, *shlex.split(command)[1:]], cwd=copy, env=env, capture_output=True, text=True,
+            timeout=120, check=False,
+        )  # fmt: skip
+        classroom += step["with"]["max-score"] if ran.returncode == 0 else 0
+    checked = cli("check", "05", "--json", "--path", str(copy), cwd=tmp_path)
+    record = json.loads(checked.stdout.strip().splitlines()[-1])
+    graded = sum(Points({}).score(record).values())
+    assert classroom == graded == 10

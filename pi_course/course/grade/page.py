@@ -1,0 +1,219 @@
+"""The class report: one self-contained HTML page an instructor reads at a glance, on a laptop or a phone.
+
+Above the table, two pictures (inline SVG, no script): how far the class got in each step, and
+the tests that fail most (where the class is stuck). The table keeps name, status, score and the
+first failure; on a narrow screen the per-step columns fold into each row's details. Pairs of
+near-identical lesson code follow, side by side. Every string can come from a learner, so
+everything is escaped and nothing is loaded (a Content-Security-Policy forbids any request).
+"""
+
+from __future__ import annotations
+
+import html
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from ...chapter.steps import STEPS
+from .gradebook import DEFAULT_POINTS, Points, csv_row
+from .records import STATUSES, Graded, unfinished_first
+from .report import _pair, _seconds
+from .similarity import Pair
+
+_STYLE = """
+body { font: 14px/1.45 system-ui, "Noto Sans CJK SC", "WenQuanYi Zen Hei", sans-serif; margin: 1.5rem; }
+body { color: #1f2328; }
+h1 { font-size: 1.3rem; margin: 0 0 .3rem; }
+h2 { font-size: 1.05rem; margin: 1.2rem 0 .4rem; }
+p.summary { margin: 0 0 1rem; color: #57606a; }
+p.warning { border: 2px solid #cf222e; background: #ffebe9; padding: .5rem .7rem; font-weight: 600; }
+.glance { display: flex; flex-wrap: wrap; gap: 1rem 2rem; }
+.glance figure { margin: 0; flex: 1 1 22rem; max-width: 40rem; }
+.glance figcaption { font-weight: 600; margin-bottom: .3rem; }
+svg { width: 100%; height: auto; display: block; }
+table { border-collapse: collapse; width: 100%; }
+th, td { border-bottom: 1px solid #d0d7de; padding: .35rem .5rem; text-align: left; vertical-align: top; }
+th { background: #f6f8fa; }
+td.n { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.name { overflow-wrap: anywhere; }
+.status { font-weight: 600; white-space: nowrap; }
+.flag { display: inline-block; font-size: .8em; border: 1px solid #9a6700; color: #9a6700; border-radius: 1em;
+  padding: 0 .45em; margin: .1em .2em 0 0; white-space: nowrap; }
+tr.done .status { color: #1a7f37; }
+tr.incomplete .status { color: #9a6700; }
+tr.import-error .status, tr.timeout .status, tr.not-a-copy .status { color: #cf222e; }
+details summary { cursor: pointer; overflow-wrap: anywhere; }
+dl.steps { display: none; margin: .4rem 0 0; grid-template-columns: max-content 1fr; }
+dl.steps { gap: 0 .8rem; }
+dl.steps dt { color: #57606a; } dl.steps dd { margin: 0; font-variant-numeric: tabular-nums; }
+pre { white-space: pre-wrap; overflow-wrap: anywhere; background: #f6f8fa; }
+pre { padding: .6rem; margin: .4rem 0 0; }
+.side { display: flex; flex-wrap: wrap; gap: .6rem; }
+.side > div { flex: 1 1 20rem; min-width: 0; }
+.side h3 { font-size: .95rem; margin: .4rem 0 0; }
+@media (max-width: 700px) {
+  body { margin: .6rem; }
+  th.wide, td.wide { display: none; }
+  dl.steps { display: grid; }
+}
+"""
+# No script, no request: the page shows the same from a file, a mail attachment or an intranet.
+_POLICY = "default-src 'none'; style-src 'unsafe-inline'"
+_GREEN, _AMBER, _GREY, _RED = "#2da44e", "#d4a72c", "#d0d7de", "#cf222e"
+
+
+def _graded(results: Sequence[Graded]) -> list[dict[str, Any]]:
+    return [graded.record for graded in results if graded.record.get("status") != "not-a-copy"]
+
+
+def progress_svg(results: Sequence[Graded]) -> str:
+    """One bar per step: copies with the step done (green), partly done (amber), not started (grey)."""
+    records = _graded(results)
+    count = max(1, len(records))
+    rows = []
+    for index, step in enumerate(STEPS):
+        pairs = [(record.get("focused") or {}).get(step.number) or [0, step.expected] for record in records]
+        done = sum(1 for passed, total in pairs if total and passed >= total)
+        partly = sum(1 for passed, total in pairs if 0 < passed < total)
+        y = 8 + index * 34
+        green, amber = 300 * done / count, 300 * partly / count
+        rows.append(
+            f'<text x="0" y="{y + 15}" font-size="13">{html.escape(f"{step.number} {step.label}")}</text>'
+            f'<rect x="0" y="{y + 20}" width="300" height="10" rx="2" fill="{_GREY}"/>'
+            f'<rect x="0" y="{y + 20}" width="{green:.1f}" height="10" fill="{_GREEN}"/>'
+            f'<rect x="{green:.1f}" y="{y + 20}" width="{amber:.1f}" height="10" fill="{_AMBER}"/>'
+            f'<text x="310" y="{y + 30}" font-size="12">{done}/{len(records)} 完成'
+            + (f"，{partly} 部分" if partly else "")
+            + "</text>"
+        )
+    height = 8 + len(STEPS) * 34 + 4
+    label = "每一步完成的副本数"
+    return (
+        f'<svg viewBox="0 0 420 {height}" role="img" aria-label="{label}" xmlns="http://www.w3.org/2000/svg">'
+        f"<title>{label}</title>{''.join(rows)}</svg>"
+    )
+
+
+def failing_tests(results: Sequence[Graded], limit: int = 6) -> list[tuple[str, int]]:
+    """The tests that fail in most copies (focused and beyond), most first."""
+    counts: Counter[str] = Counter()
+    for record in _graded(results):
+        for name, passed in (record.get("tests") or {}).items():
+            if passed is False:
+                counts[str(name)] += 1
+    return sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:limit]
+
+
+def failing_svg(results: Sequence[Graded]) -> str:
+    """A bar per test that fails most often, with how many copies it fails in."""
+    failing = failing_tests(results)
+    count = max(1, len(_graded(results)))
+    label = "失败最多的测试"
+    if not failing:
+        return (
+            f'<svg viewBox="0 0 420 30" role="img" aria-label="{label}" xmlns="http://www.w3.org/2000/svg">'
+            f'<title>{label}</title><text x="0" y="20" font-size="13">没有失败的测试</text></svg>'
+        )
+    rows = []
+    for index, (name, failed) in enumerate(failing):
+        y = 8 + index * 34
+        shown = name if len(name) <= 58 else name[:57] + "…"
+        rows.append(
+            f'<text x="0" y="{y + 15}" font-size="11">{html.escape(shown)}</text>'
+            f'<rect x="0" y="{y + 20}" width="300" height="10" rx="2" fill="{_GREY}"/>'
+            f'<rect x="0" y="{y + 20}" width="{300 * failed / count:.1f}" height="10" fill="{_RED}"/>'
+            f'<text x="310" y="{y + 30}" font-size="12">{failed}/{count} 份失败</text>'
+        )
+    height = 8 + len(failing) * 34 + 4
+    return (
+        f'<svg viewBox="0 0 420 {height}" role="img" aria-label="{label}" xmlns="http://www.w3.org/2000/svg">'
+        f"<title>{label}</title>{''.join(rows)}</svg>"
+    )
+
+
+def _html_row(graded: Graded, points: Points) -> str:
+    e = html.escape
+    record = graded.record
+    status = str(record.get("status", ""))
+    name, path = str(record.get("name", "")), str(record.get("path", ""))
+    focused = record.get("focused") or {}
+    row = csv_row(record, points, {})
+    steps = "".join(f'<td class="n wide">{e(_pair(focused.get(step.number)))}</td>' for step in STEPS)
+    folded = "".join(
+        f"<dt>{e(step.number)}</dt><dd>{e(_pair(focused.get(step.number)))}</dd>" for step in STEPS
+    ) + (
+        f"<dt>beyond</dt><dd>{e(_pair([record.get('beyond_passed', 0), record.get('beyond_total', 0)]))}</dd>"
+        f"<dt>s</dt><dd>{e(_seconds(record))}</dd>"
+    )
+    flags = "".join(f'<span class="flag">{e(str(flag))}</span>' for flag in record.get("flags") or ())
+    failure = str(record.get("first_failure") or "完成")
+    output = graded.output or "（没有输出）"
+    return (
+        f'<tr class="{e(status if status in STATUSES else "unknown")}" data-name="{e(name)}">'
+        f'<td class="name" title="{e(path)}">{e(name)}</td><td class="status">{e(status)}</td>'
+        f'<td class="n">{e(str(row["score"]))}/{e(str(row["max"]))}</td>{steps}'
+        f'<td class="n wide">{e(_pair([record.get("beyond_passed", 0), record.get("beyond_total", 0)]))}</td>'
+        f'<td class="n wide">{e(_seconds(record))}</td>'
+        f"<td>{flags}<details><summary>{e(failure)}</summary>"
+        f'<dl class="steps">{folded}</dl><pre>{e(output)}</pre></details></td></tr>'
+    )
+
+
+def _pairs_section(pairs: Sequence[Pair]) -> str:
+    e = html.escape
+    if not pairs:
+        return ""
+    items = []
+    for pair in pairs:
+        sides = "".join(
+            f"<div><h3>{e(name)}</h3><pre>{e(code)}</pre></div>"
+            for name, code in ((pair.left, pair.left_code), (pair.right, pair.right_code))
+        )
+        items.append(
+            f'<details class="pair"><summary>{e(pair.left)} ↔ {e(pair.right)}：'
+            f'课程代码相似度 {pair.similarity:.0%}</summary><div class="side">{sides}</div></details>'
+        )
+    return (
+        f"<h2>几乎相同的课程代码（{len(pairs)} 对）</h2>"
+        '<p class="summary">按 MOSS 式的 winnowing 指纹比较各份的课程文件（copydetect）；相同的起点代码不计。'
+        "相似不等于抄袭：请打开对照着看。</p>" + "".join(items)
+    )
+
+
+def to_html(
+    results: Sequence[Graded],
+    title: str = "第 05 章：全班一览",
+    *,
+    points: Points = DEFAULT_POINTS,
+    warning: str | None = None,
+    pairs: Sequence[Pair] = (),
+) -> str:
+    """One self-contained page: the class at a glance, a row per learner, near-identical pairs."""
+    e = html.escape
+    counts = Counter(str(graded.record.get("status")) for graded in results)
+    summary = "，".join(f"{status} {counts[status]}" for status in STATUSES if counts[status])
+    head = (
+        "<th>name</th><th>status</th><th>points</th>"
+        + "".join(f'<th class="wide">{e(step.number)}</th>' for step in STEPS)
+        + '<th class="wide">beyond</th><th class="wide">s</th><th>check 05</th>'
+    )
+    rows = "".join(_html_row(graded, points) for graded in unfinished_first(results))
+    banner = f'<p class="warning">{e(warning)}</p>' if warning else ""
+    glance = (
+        '<section class="glance">'
+        f"<figure><figcaption>每一步的进度</figcaption>{progress_svg(results)}</figure>"
+        f"<figure><figcaption>卡住最多的地方</figcaption>{failing_svg(results)}</figure>"
+        "</section>"
+    )
+    return (
+        "<!DOCTYPE html>\n"
+        f'<html lang="zh-CN"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{_POLICY}">'
+        f'<meta name="viewport" content="width=device-width, initial-scale=1"><title>{e(title)}</title>'
+        f"<style>{_STYLE}</style></head><body>"
+        f'<h1>{e(title)}</h1>{banner}<p class="summary">共 {len(results)} 份：{e(summary)}。'
+        "未完成的排在前面；点开最后一列，看这份副本的完整 check 输出。</p>"
+        f"{glance}<h2>每一份副本</h2>"
+        f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
+        f"{_pairs_section(pairs)}</body></html>\n"
+    )

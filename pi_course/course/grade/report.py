@@ -1,0 +1,94 @@
+"""The class in the terminal and as JSON. Every string can come from a learner: control characters
+never reach the terminal.
+"""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from ...chapter.steps import STEPS
+from .records import STATUSES, Graded, unfinished_first
+
+STEP_NUMBERS = tuple(step.number for step in STEPS)
+
+
+def _printable(text: object) -> str:
+    """One line without control characters (a learner's name cannot move the cursor or recolour)."""
+    return "".join(
+        " " if char in "\t\n\r" else char if unicodedata.category(char)[0] != "C" else "\ufffd"
+        for char in str(text)
+    )
+
+
+def _width(text: str) -> int:
+    return sum(2 if unicodedata.east_asian_width(char) in "WF" else 1 for char in text)
+
+
+def _fit(text: str, width: int) -> str:
+    """``text`` in ``width`` display columns (CJK counts two): cut with an ellipsis, or padded."""
+    if _width(text) > width:
+        kept = ""
+        for char in text:
+            if _width(kept + char) > width - 1:
+                break
+            kept += char
+        text = kept + "…"
+    return text + " " * max(0, width - _width(text))
+
+
+def _pair(value: Any) -> str:
+    if isinstance(value, list | tuple) and len(value) == 2:
+        return f"{value[0]}/{value[1]}"
+    return "-"
+
+
+def _seconds(record: dict[str, Any]) -> str:
+    value = record.get("seconds")
+    return f"{value:.1f}" if isinstance(value, int | float) else "-"
+
+
+def _row(record: dict[str, Any]) -> list[str]:
+    focused = record.get("focused") or {}
+    return [
+        _printable(record.get("name", "")),
+        str(record.get("status", "")),
+        *(_pair(focused.get(number)) for number in STEP_NUMBERS),
+        f"{record.get('focused_passed', 0)}/{record.get('focused_total', 0)}",
+        f"{record.get('beyond_passed', 0)}/{record.get('beyond_total', 0)}",
+        _seconds(record),
+        _printable(" ".join(record.get("flags") or ()) or "-"),
+        _printable(record.get("first_failure") or ""),
+    ]
+
+
+HEADER = ["name", "status", *STEP_NUMBERS, "focused", "beyond", "s", "flags", "first_failure"]
+
+
+def table(results: Sequence[Graded], width: int = 160, warning: str | None = None) -> str:
+    """The terminal table, unfinished copies first, and a count per status under it.
+
+    ``warning`` (the checks ran without a sandbox) comes first and last, where it cannot be missed.
+    """
+    rows = [HEADER, *(_row(graded.record) for graded in unfinished_first(results))]
+    widths = [max(_width(row[column]) for row in rows) for column in range(len(HEADER) - 1)]
+    widths[0] = min(widths[0], 24)
+    rest = max(20, width - sum(widths) - 2 * len(widths))
+    lines = []
+    for row in rows:
+        cells = [_fit(cell, size) for cell, size in zip(row, widths, strict=False)]
+        lines.append(("  ".join([*cells, _fit(row[-1], rest)])).rstrip())
+    counts = Counter(str(graded.record.get("status")) for graded in results)
+    summary = "，".join(f"{status} {counts[status]}" for status in STATUSES if counts[status])
+    lines.append(f"共 {len(results)} 份：{summary}" if results else "共 0 份")
+    if warning is not None:
+        lines = [_printable(warning), *lines, _printable(warning)]
+    return "\n".join(lines)
+
+
+def to_json(results: Sequence[Graded]) -> str:
+    """The JSON list of records, in the order the copies were given."""
+    return json.dumps([graded.record for graded in results], ensure_ascii=False, indent=2) + "\n"
