@@ -108,16 +108,26 @@ def final_message(events: Sequence[ModelEvent]) -> AssistantMessage:
     raise ValueError(f"the stream has not ended: its last event is {last.type}")
 
 
+class PredictionNeeded(Exception):
+    """An exercise cell reached its answer before the learner wrote a prediction: stop it there."""
+
+
+ASK = "先把 ... 换成你的预测，再运行这一格（参考答案在下面折叠的「对照答案」里）。"
+
+
 def reveal(prediction: object, actual: object) -> None:
     """An exercise's answer only after the learner wrote a prediction (``...`` means not yet).
 
-    It prints and returns nothing: as a cell's last line it must add no ``Out[]`` (a bare
-    ``False`` under "先把 ... 换成你的预测" read as a verdict on a prediction not yet made). A cell
-    with two predictions still unwritten asks once.
+    In a kernel set up by :func:`begin`, an unwritten prediction stops the cell with one line
+    (nothing after ``reveal()`` prints the answer either) and Run All goes on. Elsewhere it
+    prints that line and returns. With a prediction it prints the prediction beside the result.
+    It returns nothing: as a cell's last line it must add no ``Out[]``.
     """
     if prediction is ...:
+        if _session.handler:
+            raise PredictionNeeded(ASK)
         if _session.asked != _session.run or not _session.run:  # once per cell run, not per reveal()
-            print("先把 ... 换成你的预测，再运行这一格（参考答案在下面折叠的「对照答案」里）。")
+            print(ASK)
         _session.asked = _session.run
         return
     same = prediction == actual or (isinstance(prediction, set | frozenset) and prediction == set(actual))  # type: ignore[call-overload]
@@ -232,6 +242,7 @@ class _Session:
     handled: bool = False
     run: int = 0  # cells run since begin() (0: not in IPython)
     asked: int = -1  # the run in which reveal() last asked for a prediction
+    handler: bool = False  # begin() installed the handler: reveal() may stop a cell
 
 
 _session = _Session()
@@ -251,6 +262,7 @@ def begin() -> None:
                 shell.events.unregister(name, registered)
         shell.events.register(name, hook)
     shell.set_custom_exc((Exception,), _handler)
+    _session.handler = True
 
 
 def _before(info: Any) -> None:
@@ -270,6 +282,10 @@ def _handler(
 ) -> None:
     if isinstance(value, StepProblem):
         _show_problem(value.problem, _session.source, shell)
+        return None
+    if isinstance(value, PredictionNeeded):  # the answer waits for the prediction
+        print(value)
+        _session.handled = True
         return None
     step = missing_step(value)
     cascade = step is None and isinstance(value, (NameError, LookupError)) and bool(_session.missing)
