@@ -20,6 +20,7 @@ the learner's own output first and then the reference's.
 
 from __future__ import annotations
 
+import ast
 import html
 import json
 import os
@@ -31,7 +32,7 @@ from typing import Any
 
 from ..chapter import steps as _steps
 from ..protocol import AssistantMessage, ModelEvent
-from . import stages
+from . import freshness, stages
 from .display import describe_event
 
 METADATA_KEY = "pi_course"
@@ -243,6 +244,8 @@ class _Session:
     run: int = 0  # cells run since begin() (0: not in IPython)
     asked: int = -1  # the run in which reveal() last asked for a prediction
     handler: bool = False  # begin() installed the handler: reveal() may stop a cell
+    stale: freshness.Stale | None = None  # this cell must not run: the line says why
+    restart: freshness.Stale | None = None  # found once, said before every cell until a restart
 
 
 _session = _Session()
@@ -263,12 +266,60 @@ def begin() -> None:
         shell.events.register(name, hook)
     shell.set_custom_exc((Exception,), _handler)
     _session.handler = True
+    reloader = freshness.autoreloader(shell)
+    if reloader is not None:
+        reloader.hide_errors = True  # a failed reload is said in one line before the cell, not 35
+    shell.ast_transformers[:] = [t for t in shell.ast_transformers if not isinstance(t, _StopStaleCell)]
+    shell.ast_transformers.append(_StopStaleCell())
+
+
+class CellStopped(Exception):
+    """The kernel's lesson code is not what the files say (see :mod:`.freshness`): the cell did not run."""
+
+    def __init__(self, found: freshness.Stale) -> None:
+        super().__init__(found.line)
+        self.found = found
+
+
+class _StopStaleCell(ast.NodeTransformer):
+    """An AST transformer (it runs after ``pre_run_cell``): a cell that must not run only raises."""
+
+    def visit(self, node: ast.AST) -> ast.AST:
+        if _session.stale is None or not isinstance(node, ast.Module):
+            return node
+        call = f"__import__('sys').modules[{__name__!r}]._raise_stale()"
+        return ast.fix_missing_locations(ast.parse(call))
+
+
+def _raise_stale() -> None:
+    found, _session.stale = _session.stale, None
+    if found is not None:
+        raise CellStopped(found)
+
+
+def _lesson_root() -> Path | None:
+    """The tree whose ``pi_course`` this kernel imported (a copy, or the reference)."""
+    import sys
+
+    file = getattr(sys.modules.get("pi_course"), "__file__", None)
+    return Path(file).resolve().parents[1] if file else None
 
 
 def _before(info: Any) -> None:
     _session.source = getattr(info, "raw_cell", "") or ""
     _session.handled = False
     _session.run += 1
+    _session.stale = None
+    if _session.restart is not None:
+        _session.stale = _session.restart
+        return
+    from IPython import get_ipython
+
+    root = _lesson_root()
+    found = freshness.stale(get_ipython(), root) if root is not None else None
+    if found is not None and found.restart:
+        _session.restart = found
+    _session.stale = found
 
 
 def _after(result: Any) -> None:
@@ -282,6 +333,18 @@ def _handler(
 ) -> None:
     if isinstance(value, StepProblem):
         _show_problem(value.problem, _session.source, shell)
+        return None
+    root = _lesson_root()
+    broken = freshness.import_failure(value, root) if root is not None else None
+    if broken is not None:  # a lesson file that does not import: its line first, the traceback folded
+        value = CellStopped(broken)
+    if isinstance(value, CellStopped):  # one line; Run All stops here (the cells after would mislead)
+        print(value)
+        if value.found.details:
+            from IPython import display as ipython_display
+
+            show: Callable[..., Any] = ipython_display.display
+            show(freshness.bundle(value.found), raw=True)
         return None
     if isinstance(value, PredictionNeeded):  # the answer waits for the prediction
         print(value)

@@ -39,6 +39,9 @@ def _from_error(step: str, error: BaseException) -> Problem:
         return Problem(found.group(1), "missing", str(error))
     if isinstance(error, ImportError) and "ToolDefinition" in str(error):
         return Problem("5.1", "missing", str(error))
+    if isinstance(error, SyntaxError) and error.filename:  # a lesson file that does not parse
+        where = "/".join(error.filename.replace("\\", "/").split("/")[-2:])
+        return Problem(step, "broken", f"{where} 第 {error.lineno} 行不能解析（{error.msg}）")
     return Problem(step, "broken", f"运行时抛出 {_described(error)}")
 
 

@@ -9,6 +9,7 @@ imports the installed reference, and ``check()`` must still test the copy's file
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -112,3 +113,93 @@ def test_a_finished_copy_passes_each_checkpoint_cell_alone(starter: Path, tmp_pa
 def test_outside_a_copy_check_says_it_tests_the_reference(tmp_path: Path) -> None:
     printed = run_alone(ROOT, "from pi_course.course.check import check\ncheck('5.1')")
     assert printed.splitlines()[0] == "检查的是参考实现（../pi_course），不是练习副本", printed
+
+
+class Kernel:
+    """One kernel in a copy's notebooks/, run cell by cell as a learner does (between edits)."""
+
+    def __init__(self, folder: Path) -> None:
+        from jupyter_client.manager import start_new_kernel
+
+        self.manager, self.client = start_new_kernel(kernel_name="python3", cwd=str(folder))
+        self.printed: list[str] = []
+
+    def run(self, code: str) -> str:
+        reply = self.client.execute_interactive(code, timeout=120, output_hook=self._collect)
+        assert reply["content"]["status"] in ("ok", "error")
+        printed, self.printed = "".join(self.printed), []
+        return printed
+
+    def _collect(self, message: dict) -> None:
+        content = message["content"]
+        if message["msg_type"] == "stream":
+            self.printed.append(content["text"])
+        elif message["msg_type"] == "error":
+            self.printed.append(f"{content['ename']}: {content['evalue']}\n")
+        elif message["msg_type"] in ("display_data", "execute_result"):
+            self.printed.append(content["data"].get("text/plain", "") + "\n")
+
+    def stop(self) -> None:
+        self.client.stop_channels()
+        self.manager.shutdown_kernel(now=True)
+
+
+def code_cells(copy: Path, notebook: str) -> list[str]:
+    cells = json.loads((copy / "notebooks" / f"{notebook}.ipynb").read_text(encoding="utf-8"))["cells"]
+    return ["".join(cell["source"]) for cell in cells if cell["cell_type"] == "code"]
+
+
+def later(path: Path, text: str) -> None:
+    """Write ``text`` with a newer modification time than the kernel has seen (coarse clocks too)."""
+    before = path.stat().st_mtime
+    path.write_text(text, encoding="utf-8")
+    os.utime(path, (before + 2, before + 2))
+
+
+def test_after_pasting_5_1_into_a_running_kernel_the_next_cell_says_restart(
+    starter: Path, tmp_path: Path
+) -> None:
+    copy = stage(starter, tmp_path, "bo", ())
+    cells = code_cells(copy, NOTEBOOKS["5.1"])
+    kernel = Kernel(copy / "notebooks")
+    try:
+        kernel.run(cells[0])
+        assert kernel.run(cells[1]).startswith("需要先完成实践 5.1")
+        done = stage(starter, tmp_path / "done", "bo", ("5.1",))
+        for name in ("__init__.py", "protocol.py", "outbound.py"):
+            later(copy / "pi_course" / name, (done / "pi_course" / name).read_text(encoding="utf-8"))
+        for cell in cells[1:3]:  # the next cell and every one after it, until a restart
+            printed = kernel.run(cell)
+            assert printed.startswith("重启内核：") and len(printed.splitlines()) == 1, printed
+    finally:
+        kernel.stop()
+    kernel = Kernel(copy / "notebooks")  # restarted: the learner's 5.1 runs
+    try:
+        kernel.run(cells[0])
+        assert "ToolDefinition 的字段" in kernel.run(cells[1])
+    finally:
+        kernel.stop()
+
+
+def test_a_lesson_file_that_does_not_import_is_one_line_first(starter: Path, tmp_path: Path) -> None:
+    copy = stage(starter, tmp_path, "bo", ("5.1",))
+    cells = code_cells(copy, NOTEBOOKS["5.1"])
+    outbound = copy / "pi_course" / "outbound.py"
+    source = outbound.read_text(encoding="utf-8")
+    broken = source.replace("def to_provider_tools(", "def to_provider_tools(:", 1)
+    number = (
+        broken.splitlines().index(next(line for line in broken.splitlines() if "to_provider_tools(:" in line))
+        + 1
+    )
+    kernel = Kernel(copy / "notebooks")
+    try:
+        kernel.run(cells[0])
+        later(outbound, broken)
+        user = next(cell for cell in cells if "to_provider_messages(" in cell)
+        lines = kernel.run(user).splitlines()
+        assert lines[0].startswith(f"pi_course/outbound.py 第 {number} 行：SyntaxError"), lines
+        assert len([line for line in lines if line.startswith("Traceback")]) == 0  # folded: HTML only
+        later(outbound, source)  # fixed: the cell runs again, no restart needed
+        assert "pi_course/outbound.py" not in kernel.run(user)
+    finally:
+        kernel.stop()
