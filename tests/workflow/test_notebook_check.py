@@ -203,3 +203,30 @@ def test_a_lesson_file_that_does_not_import_is_one_line_first(starter: Path, tmp
         assert "pi_course/outbound.py" not in kernel.run(user)
     finally:
         kernel.stop()
+
+
+def test_05_5_shows_the_learners_own_break_and_says_restored_only_after_one(
+    starter: Path, tmp_path: Path
+) -> None:
+    copy = stage(starter, tmp_path, "ada", ("5.1", "5.2", "5.3", "5.4"))
+    cells = code_cells(copy, "05-5-break-it")
+    stepper = next(cell for cell in cells if "PartialStepper(" in cell)
+    restore = next(cell for cell in cells if "restoring=True" in cell)
+    adapter = copy / "pi_course" / "adapter.py"
+    source = adapter.read_text(encoding="utf-8")
+    kernel = Kernel(copy / "notebooks")
+    try:
+        for cell in cells[:2]:
+            kernel.run(cell)
+        simulated = kernel.run(stepper)
+        assert "模拟那一处改动" in simulated and "[4] 不存在" in simulated, simulated
+        assert kernel.run(restore).startswith("没有改坏过："), "nothing was broken: not 已恢复"
+        later(adapter, source.replace('"slot": len(self.content)}', '"slot": chunk.index}'))
+        own = kernel.run(stepper)
+        assert "你的 adapter.py 本身" in own, own
+        assert "[4] 不存在" in own and "#4" in own and "—" not in own.split("tool_buffers", 1)[1], own
+        assert "call-4" not in own  # ada's adapter makes up no placeholder id
+        later(adapter, source)
+        assert kernel.run(restore).startswith("已恢复：")
+    finally:
+        kernel.stop()
