@@ -243,7 +243,9 @@ def test_adapter_state_finds_the_tool_slot_line_as_written_broken_and_restored(t
     assert (broken.state, broken.line) == ("broken", as_written.line)
     assert broken.describe(restoring=True).startswith("还是改坏的：")
     edited.write_text(reference, encoding="utf-8")  # put back after this kernel saw it broken
-    assert breakit.adapter_state(edited).describe(restoring=True).startswith("已恢复：pi_course/adapter.py 第")
+    assert (
+        breakit.adapter_state(edited).describe(restoring=True).startswith("已恢复：pi_course/adapter.py 第")
+    )
     edited.write_text('raise NotImplementedError("Lab 5.2")\n', encoding="utf-8")
     assert breakit.adapter_state(edited).state == "unknown"
     assert breakit.adapter_state(tmp_path / "missing.py").state == "unknown"
