@@ -230,3 +230,29 @@ def test_05_5_shows_the_learners_own_break_and_says_restored_only_after_one(
         assert kernel.run(restore).startswith("已恢复：")
     finally:
         kernel.stop()
+
+
+def test_an_exercise_edit_without_a_prediction_shows_no_answer_and_with_one_compares(tmp_path: Path) -> None:
+    """05-2 exercise 2 as a learner does it: the edit first (prediction left ...), then the prediction."""
+    cells = code_cells(ROOT, "05-2-state-machine")
+    exercise = next(cell for cell in cells if "predicted_end = ..." in cell)
+    edited = exercise.replace(
+        """ToolChunk(2, arguments_delta='"pi"}')""", """ToolChunk(2, arguments_delta='"pi"}}')"""
+    )
+    assert edited != exercise
+    kernel = Kernel(ROOT / "notebooks")
+    try:
+        for cell in cells[: cells.index(exercise)]:
+            kernel.run(cell)
+        printed = kernel.run(edited)
+        assert printed.startswith("先把 ... 换成你的预测") and printed.count("\n") == 1, printed
+        assert "error" not in printed and "done" not in printed
+        compared = kernel.run(edited.replace("predicted_end = ...", 'predicted_end = "done"'))
+        assert compared.splitlines()[:3] == [
+            "你的预测：'done'",
+            "实际结果：'error'",
+            compared.splitlines()[2],
+        ]
+        assert compared.splitlines()[2].startswith("✗ 不一样"), compared
+    finally:
+        kernel.stop()
