@@ -54,7 +54,9 @@ def test_download_copy_zips_the_copy_with_the_learners_edits(copy: Path) -> None
     assert target is not None and target.parent == copy.parent
     with zipfile.ZipFile(target) as archive:
         names = archive.namelist()
-        assert archive.read(f"{copy.name}/pi_course/adapter.py").decode().endswith("# edited by the learner\n")
+        assert (
+            archive.read(f"{copy.name}/pi_course/adapter.py").decode().endswith("# edited by the learner\n")
+        )
         json.loads(archive.read(f"{copy.name}/notebooks/05-1-outbound.ipynb"))
     assert f"{copy.name}/LEARNING.md" in names
     assert not any("__pycache__" in name for name in names)
