@@ -108,7 +108,7 @@ def verdict_of(report: Report, steps: tuple[Step, ...] = STEPS, *, beyond: bool 
     return Verdict(scope, False, first)
 
 
-def report_lines(report: Report, steps: tuple[Step, ...]) -> list[str]:
+def report_lines(report: Report, steps: tuple[Step, ...], *, compact: bool = False) -> list[str]:
     """The count lines: one per step, the chapter total, then the beyond checks when they ran.
 
     None for a red light: the verdict says it.
@@ -131,14 +131,17 @@ def report_lines(report: Report, steps: tuple[Step, ...]) -> list[str]:
     if report.beyond is not None and not report.beyond:
         lines.append("本章之外的检查：没有运行")
     elif report.beyond is not None:
-        lines += _beyond_lines(report)
+        lines += _beyond_lines(report, compact=compact)
     if report.stopped is not None:
         lines.append(report.stopped)
     return lines
 
 
-def _beyond_lines(report: Report) -> list[str]:
-    """The beyond checks: passed ones by name, failed ones (details follow), pending ones per step."""
+def _beyond_lines(report: Report, *, compact: bool = False) -> list[str]:
+    """The beyond checks: passed ones by name, failed ones (details follow), pending ones per step.
+
+    ``compact`` (a notebook's checkpoint cell): the passed ones are the count line alone.
+    """
     checks = report.beyond or ()
     pending = report.beyond_count("pending")
     count = f"本章之外的检查：{report.beyond_count('passed')}/{len(checks)}"
@@ -146,6 +149,8 @@ def _beyond_lines(report: Report) -> list[str]:
     waiting: dict[str, int] = {}
     for beyond in checks:
         state = report.beyond_state(beyond)
+        if state == "passed" and compact:
+            continue
         if state == "passed":
             lines.append(f"  ✓ {beyond.shown}")
         elif state == "failed" and not report.ok(STEPS):  # with every step done, advice details it
@@ -166,6 +171,7 @@ def print_report(
     verbose: bool = False,
     file: TextIO | None = None,
     rules: bool = False,
+    compact: bool = False,
 ) -> Verdict:
     """Print what ``check`` shows, ending with the verdict; return the verdict.
 
@@ -174,7 +180,10 @@ def print_report(
     out = file or sys.stdout
     if verbose and report.output:
         print(report.output.rstrip(), end="\n\n", file=out)
-    shown = table_lines(report) if rules and report.red_light is None else report_lines(report, steps)
+    if rules and report.red_light is None:
+        shown = table_lines(report)
+    else:
+        shown = report_lines(report, steps, compact=compact)
     lines = shown + next_step_lines(report, steps)
     if lines:
         print("\n".join(lines), file=out)
@@ -196,10 +205,9 @@ def check(
     only, unless ``beyond=True`` (the command line's default). ``verbose`` prints pytest's own
     report first.
     """
-    steps = steps_for(step)
-    beyond = beyond and step is None
-    report = run_tests(steps, path, beyond=beyond, verbose=verbose)
-    return print_report(report, steps, beyond=beyond, verbose=verbose).done
+    from .checkpoint import notebook_check  # the tree it tests and the steps before it
+
+    return notebook_check(step, path, beyond=beyond, verbose=verbose)
 
 
 # --- the record -----------------------------------------------------------------------------------

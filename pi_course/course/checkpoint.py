@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..chapter.steps import FOCUSED_TEST, STEPS, Step
 from .diffs import DIFF_FILES, target_diff
-from .locate import find_course_tree, is_practice_copy
+from .locate import course_root, find_course_tree, is_practice_copy
 from .starters import TARGET_FOLDER, PracticeError, lab_regions, reference_sources
 
 EXIT_USAGE = 2
@@ -143,3 +143,58 @@ def checkpoint_command(diff: bool = False, mine: bool = False) -> int:
     except BrokenPipeError:  # `checkpoint 05 --diff | head`: the reader left; so do we, quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
+
+
+# --- check() from a notebook ----------------------------------------------------------------------
+
+
+def tested_tree(path: str | Path | None = None, cwd: Path | None = None) -> tuple[Path, str]:
+    """The tree ``check()`` tests and the first line it prints, naming that tree.
+
+    Without ``path``: the practice copy the notebook belongs to (its ``notebooks/`` is the
+    kernel's folder), found on disk whatever ``pi_course`` the kernel imported; outside a copy,
+    the reference (the course tree around ``cwd``, else the imported package's).
+    """
+    here = cwd or Path.cwd()
+    if path is not None:
+        found = find_course_tree(Path(path).expanduser().resolve())
+        root = found or Path(path).expanduser().resolve()
+    else:
+        root = find_course_tree(here) or find_course_tree(course_root()) or course_root()
+    if is_practice_copy(root):
+        return root, f"检查的练习副本：{root}"
+    return root, f"检查的是参考实现（{_shown(root / 'pi_course', here)}），不是练习副本"
+
+
+def _shown(folder: Path, cwd: Path) -> str:
+    """``../pi_course`` from a clone's ``notebooks/`` (the same on every machine), else the full path."""
+    try:
+        near = cwd in folder.parents or folder.parent in cwd.parents
+        return os.path.relpath(folder, cwd) if near else str(folder)
+    except ValueError:  # another drive
+        return str(folder)
+
+
+def notebook_check(step: str | None, path: str | Path | None, *, beyond: bool, verbose: bool) -> bool:
+    """``check()``: the copy's tests run afresh, the step before ``step`` named first when it is not done."""
+    from .check import print_report, steps_for  # check.check() calls this: imported when it runs
+    from .testrun import run_tests
+
+    root, first_line = tested_tree(path)
+    print(first_line)
+    steps = steps_for(step)
+    beyond = beyond and step is None
+    before = tuple(earlier for earlier in STEPS if step is not None and earlier.number < step)
+    report = run_tests((*before, *steps), root, beyond=beyond, verbose=verbose)
+    blocking = next((earlier for earlier in before if not report.step_done(earlier)), None)
+    if report.red_light is not None or blocking is None:
+        return print_report(report, steps, beyond=beyond, verbose=verbose, compact=True).done
+    # 5.3 on a copy where 5.2 is still a stub fails for 5.2's reason: say that, with 5.2's hints.
+    from .advice import next_step_lines
+
+    print(f"先完成实践 {blocking.number}（{blocking.label}）：实践 {step} 用到它。{report.line(blocking)}")
+    lines = next_step_lines(report, (*before, *steps))
+    if lines:
+        print("\n".join(line for line in lines if not line.startswith("  之后还未通过")))
+    print(f"实践 {step}：未完成——先完成实践 {blocking.number}（{blocking.label}）")
+    return False

@@ -20,6 +20,7 @@ the learner's own output first and then the reference's.
 
 from __future__ import annotations
 
+import ast
 import html
 import json
 import os
@@ -31,7 +32,7 @@ from typing import Any
 
 from ..chapter import steps as _steps
 from ..protocol import AssistantMessage, ModelEvent
-from . import stages
+from . import freshness, stages
 from .display import describe_event
 
 METADATA_KEY = "pi_course"
@@ -108,16 +109,26 @@ def final_message(events: Sequence[ModelEvent]) -> AssistantMessage:
     raise ValueError(f"the stream has not ended: its last event is {last.type}")
 
 
+class PredictionNeeded(Exception):
+    """An exercise cell reached its answer before the learner wrote a prediction: stop it there."""
+
+
+ASK = "先把 ... 换成你的预测，再运行这一格（参考答案在下面折叠的「对照答案」里）。"
+
+
 def reveal(prediction: object, actual: object) -> None:
     """An exercise's answer only after the learner wrote a prediction (``...`` means not yet).
 
-    It prints and returns nothing: as a cell's last line it must add no ``Out[]`` (a bare
-    ``False`` under "先把 ... 换成你的预测" read as a verdict on a prediction not yet made). A cell
-    with two predictions still unwritten asks once.
+    In a kernel set up by :func:`begin`, an unwritten prediction stops the cell with one line
+    (nothing after ``reveal()`` prints the answer either) and Run All goes on. Elsewhere it
+    prints that line and returns. With a prediction it prints the prediction beside the result.
+    It returns nothing: as a cell's last line it must add no ``Out[]``.
     """
     if prediction is ...:
+        if _session.handler:
+            raise PredictionNeeded(ASK)
         if _session.asked != _session.run or not _session.run:  # once per cell run, not per reveal()
-            print("先把 ... 换成你的预测，再运行这一格（参考答案在下面折叠的「对照答案」里）。")
+            print(ASK)
         _session.asked = _session.run
         return
     same = prediction == actual or (isinstance(prediction, set | frozenset) and prediction == set(actual))  # type: ignore[call-overload]
@@ -232,6 +243,9 @@ class _Session:
     handled: bool = False
     run: int = 0  # cells run since begin() (0: not in IPython)
     asked: int = -1  # the run in which reveal() last asked for a prediction
+    handler: bool = False  # begin() installed the handler: reveal() may stop a cell
+    stale: freshness.Stale | None = None  # this cell must not run: the line says why
+    restart: freshness.Stale | None = None  # found once, said before every cell until a restart
 
 
 _session = _Session()
@@ -251,12 +265,61 @@ def begin() -> None:
                 shell.events.unregister(name, registered)
         shell.events.register(name, hook)
     shell.set_custom_exc((Exception,), _handler)
+    _session.handler = True
+    reloader = freshness.autoreloader(shell)
+    if reloader is not None:
+        reloader.hide_errors = True  # a failed reload is said in one line before the cell, not 35
+    shell.ast_transformers[:] = [t for t in shell.ast_transformers if not isinstance(t, _StopStaleCell)]
+    shell.ast_transformers.append(_StopStaleCell())
+
+
+class CellStopped(Exception):
+    """The kernel's lesson code is not what the files say (see :mod:`.freshness`): the cell did not run."""
+
+    def __init__(self, found: freshness.Stale) -> None:
+        super().__init__(found.line)
+        self.found = found
+
+
+class _StopStaleCell(ast.NodeTransformer):
+    """An AST transformer (it runs after ``pre_run_cell``): a cell that must not run only raises."""
+
+    def visit(self, node: ast.AST) -> ast.AST:
+        if _session.stale is None or not isinstance(node, ast.Module):
+            return node
+        call = f"__import__('sys').modules[{__name__!r}]._raise_stale()"
+        return ast.fix_missing_locations(ast.parse(call))
+
+
+def _raise_stale() -> None:
+    found, _session.stale = _session.stale, None
+    if found is not None:
+        raise CellStopped(found)
+
+
+def _lesson_root() -> Path | None:
+    """The tree whose ``pi_course`` this kernel imported (a copy, or the reference)."""
+    import sys
+
+    file = getattr(sys.modules.get("pi_course"), "__file__", None)
+    return Path(file).resolve().parents[1] if file else None
 
 
 def _before(info: Any) -> None:
     _session.source = getattr(info, "raw_cell", "") or ""
     _session.handled = False
     _session.run += 1
+    _session.stale = None
+    if _session.restart is not None:
+        _session.stale = _session.restart
+        return
+    from IPython import get_ipython
+
+    root = _lesson_root()
+    found = freshness.stale(get_ipython(), root) if root is not None else None
+    if found is not None and found.restart:
+        _session.restart = found
+    _session.stale = found
 
 
 def _after(result: Any) -> None:
@@ -270,6 +333,22 @@ def _handler(
 ) -> None:
     if isinstance(value, StepProblem):
         _show_problem(value.problem, _session.source, shell)
+        return None
+    root = _lesson_root()
+    broken = freshness.import_failure(value, root) if root is not None else None
+    if broken is not None:  # a lesson file that does not import: its line first, the traceback folded
+        value = CellStopped(broken)
+    if isinstance(value, CellStopped):  # one line; Run All stops here (the cells after would mislead)
+        print(value)
+        if value.found.details:
+            from IPython import display as ipython_display
+
+            show: Callable[..., Any] = ipython_display.display
+            show(freshness.bundle(value.found), raw=True)
+        return None
+    if isinstance(value, PredictionNeeded):  # the answer waits for the prediction
+        print(value)
+        _session.handled = True
         return None
     step = missing_step(value)
     cascade = step is None and isinstance(value, (NameError, LookupError)) and bool(_session.missing)

@@ -9,11 +9,10 @@ milliseconds, and never raises: any exception is itself the answer.
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import importlib
 import re
-from collections.abc import Awaitable, Callable
+import time
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,19 +39,45 @@ def _from_error(step: str, error: BaseException) -> Problem:
         return Problem(found.group(1), "missing", str(error))
     if isinstance(error, ImportError) and "ToolDefinition" in str(error):
         return Problem("5.1", "missing", str(error))
+    if isinstance(error, SyntaxError) and error.filename:  # a lesson file that does not parse
+        where = "/".join(error.filename.replace("\\", "/").split("/")[-2:])
+        return Problem(step, "broken", f"{where} 第 {error.lineno} 行不能解析（{error.msg}）")
     return Problem(step, "broken", f"运行时抛出 {_described(error)}")
 
 
 def _run_async(probe: Callable[[], Awaitable[Problem | None]]) -> Problem | None:
-    """Run an async probe on its own loop in a worker thread (the kernel's loop is busy running the cell)."""
-    pool = concurrent.futures.ThreadPoolExecutor(1)
-    future: concurrent.futures.Future[Problem | None] = pool.submit(asyncio.run, probe())  # type: ignore[arg-type]
+    """Drive an async probe to its end right here: no thread, no second event loop.
+
+    The kernel's loop is busy running the cell (and Pyodide cannot start a thread), but the
+    probes only feed in-memory fixtures: their awaits never wait for anything outside, so
+    stepping the coroutine by hand finishes it. A probe that waits on a real future (a
+    learner's ``await`` of something that never comes) or loops past the bound is a problem.
+    """
+    coroutine = _as_coroutine(probe())
+    deadline = time.monotonic() + PROBE_SECONDS
     try:
-        return future.result(timeout=PROBE_SECONDS)
-    except concurrent.futures.TimeoutError:
-        return Problem("?", "broken", f"超过 {PROBE_SECONDS:g} 秒没有结束")
+        while True:
+            try:
+                waited = coroutine.send(None)
+            except StopIteration as finished:
+                result: Problem | None = finished.value
+                return result
+            if waited is not None:  # a future: something outside the fixture it would wait for
+                return Problem("?", "broken", "等待的东西在离线的 fixture 里永远不会到来")
+            if time.monotonic() > deadline:
+                return Problem("?", "broken", f"超过 {PROBE_SECONDS:g} 秒没有结束")
     finally:
-        pool.shutdown(wait=False)  # a learner's loop that never ends must not hang the cell too
+        coroutine.close()
+
+
+def _as_coroutine(awaitable: Awaitable[Problem | None]) -> Coroutine[Any, Any, Problem | None]:
+    if isinstance(awaitable, Coroutine):
+        return awaitable
+
+    async def wrapped() -> Problem | None:
+        return await awaitable
+
+    return wrapped()
 
 
 def probe_5_1() -> Problem | None:

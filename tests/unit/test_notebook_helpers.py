@@ -7,6 +7,7 @@ tests/workflow/test_stages.py (slow).
 from __future__ import annotations
 
 import base64
+import re
 from pathlib import Path
 
 import nbformat
@@ -244,3 +245,39 @@ def test_adapter_state_finds_the_tool_slot_line_as_written_broken_and_restored(t
     edited.write_text('raise NotImplementedError("Lab 5.2")\n', encoding="utf-8")
     assert breakit.adapter_state(edited).state == "unknown"
     assert breakit.adapter_state(tmp_path / "missing.py").state == "unknown"
+
+
+def test_probes_run_without_a_thread_inside_a_running_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pyodide cannot start threads and the kernel's loop is running: the probes need neither."""
+    import asyncio
+    import threading
+
+    def no_thread(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", no_thread)
+
+    async def in_a_cell() -> object:
+        return stages.first_problem()
+
+    assert asyncio.run(in_a_cell()) is None
+    assert stages.first_problem() is None
+
+
+def test_a_probe_waiting_on_something_outside_the_fixture_is_broken_not_a_hang() -> None:
+    import asyncio
+
+    async def waits_forever() -> stages.Problem | None:
+        await asyncio.get_event_loop_policy().new_event_loop().create_future()
+        return None
+
+    found = stages._run_async(waits_forever)
+    assert found is not None and found.kind == "broken" and "永远不会到来" in found.why
+
+
+def test_in_a_kernel_an_unwritten_prediction_stops_the_cell_before_the_answer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(lesson, "_session", lesson._Session(handler=True))
+    with pytest.raises(lesson.PredictionNeeded, match=re.escape("先把 ... 换成你的预测")):
+        lesson.reveal(..., "error")

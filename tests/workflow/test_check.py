@@ -160,10 +160,11 @@ def test_course_only_runs_the_eleven_alone_and_verbose_prints_pytests_report_fir
 
 @pytest.mark.slow
 def test_python_check_runs_the_course_alone(capsys: pytest.CaptureFixture[str]) -> None:
+    tested = "检查的是参考实现（pi_course），不是练习副本"  # pytest runs in the clone's root
     assert check()  # what a notebook's checkpoint cell calls
-    assert capsys.readouterr().out.splitlines() == [*COURSE_LINES, "第 05 章聚焦测试：完成"]
+    assert capsys.readouterr().out.splitlines() == [tested, *COURSE_LINES, "第 05 章聚焦测试：完成"]
     assert check("5.2")
-    assert capsys.readouterr().out.splitlines() == [COURSE_LINES[1], "实践 5.2：完成"]
+    assert capsys.readouterr().out.splitlines() == [tested, COURSE_LINES[1], "实践 5.2：完成"]
 
 
 @pytest.mark.slow

@@ -1,0 +1,205 @@
+"""A notebook's checkpoint cell, run alone in a fresh kernel, tests the practice copy it belongs to.
+
+Copies are built from the independent learners' code (``tests/workflow/learners/``) at three
+stages: stubs, 5.1 done, finished. Each checkpoint cell runs by itself (nbclient, a new kernel
+in the copy's ``notebooks/``), before any cell could put the copy on ``sys.path``: the kernel
+imports the installed reference, and ``check()`` must still test the copy's files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+from test_stages import apply_steps
+
+pytestmark = [pytest.mark.slow, pytest.mark.notebooks]
+
+ROOT = Path(__file__).parents[2]
+NOTEBOOKS = {
+    "5.1": "05-1-outbound",
+    "5.2": "05-2-state-machine",
+    "5.3": "05-3-sse",
+    "5.4": "05-4-http-and-redaction",
+}
+
+
+@pytest.fixture(scope="module")
+def starter(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    copy = tmp_path_factory.mktemp("starter") / "lab"
+    result = subprocess.run(
+        [sys.executable, "-m", "pi_course", "practice", "05", str(copy)],
+        cwd=ROOT, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return copy
+
+
+def stage(starter: Path, into: Path, learner: str, done: tuple[str, ...]) -> Path:
+    copy = Path(shutil.copytree(starter, into / "lab"))
+    apply_steps(copy, learner, done)
+    return copy
+
+
+def checkpoint_cells(copy: Path, notebook: str) -> list[str]:
+    """The sources of the notebook's cells that call ``check(``."""
+    cells = json.loads((copy / "notebooks" / f"{notebook}.ipynb").read_text(encoding="utf-8"))["cells"]
+    sources = ["".join(cell["source"]) for cell in cells if cell["cell_type"] == "code"]
+    return [source for source in sources if "check(" in source]
+
+
+def run_alone(copy: Path, source: str) -> str:
+    """Run one cell in a fresh kernel in the copy's notebooks/; everything it printed, tracebacks too."""
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)])
+    client = NotebookClient(
+        notebook, timeout=240, kernel_name="python3", allow_errors=True,
+        resources={"metadata": {"path": str(copy / "notebooks")}},
+    )  # fmt: skip
+    client.execute()
+    texts = []
+    for output in notebook.cells[0].outputs:
+        if output.output_type == "stream":
+            texts.append(output.text)
+        elif output.output_type == "error":
+            texts.append(f"{output.ename}: {output.evalue}")
+        elif "text/plain" in output.get("data", {}):
+            texts.append(output.data["text/plain"])
+    return "".join(texts)
+
+
+def test_on_stubs_every_checkpoint_cell_is_red_and_names_the_copy(starter: Path, tmp_path: Path) -> None:
+    copy = stage(starter, tmp_path, "ada", ())
+    for notebook in NOTEBOOKS.values():
+        for source in checkpoint_cells(copy, notebook):
+            printed = run_alone(copy, source)
+            lines = printed.splitlines()
+            assert lines and lines[0] == f"检查的练习副本：{copy}", (notebook, printed)
+            assert "：完成" not in printed and "Error:" not in printed, (notebook, printed)
+            assert "未完成" in lines[-1] or "第一次红灯" in printed, (notebook, printed)
+
+
+def test_with_only_5_1_done_later_checkpoints_name_5_2_first(starter: Path, tmp_path: Path) -> None:
+    copy = stage(starter, tmp_path, "bo", ("5.1",))
+    [cell] = checkpoint_cells(copy, NOTEBOOKS["5.1"])
+    assert run_alone(copy, cell).splitlines()[-1] == "实践 5.1：完成"
+    for step in ("5.3", "5.4"):
+        source = checkpoint_cells(copy, NOTEBOOKS[step])[0]
+        printed = run_alone(copy, source)
+        lines = printed.splitlines()
+        assert lines[1].startswith("先完成实践 5.2（"), printed
+        hint_files = [line for line in lines if "sse.py" in line or "transport.py" in line]
+        assert not hint_files, printed  # nothing about this step's own files before 5.2 is done
+        assert lines[-1].startswith(f"实践 {step}：未完成——先完成实践 5.2"), printed
+
+
+def test_a_finished_copy_passes_each_checkpoint_cell_alone(starter: Path, tmp_path: Path) -> None:
+    copy = stage(starter, tmp_path, "ada", ("5.1", "5.2", "5.3", "5.4"))
+    for step, notebook in NOTEBOOKS.items():
+        for source in checkpoint_cells(copy, notebook):
+            printed = run_alone(copy, source)
+            lines = printed.splitlines()
+            assert lines[0] == f"检查的练习副本：{copy}", printed
+            assert lines[-1] in (f"实践 {step}：完成", "第 05 章：完成"), (notebook, printed)
+            assert not [line for line in lines if line.startswith("  ✓")], printed  # passed: one line
+
+
+def test_outside_a_copy_check_says_it_tests_the_reference(tmp_path: Path) -> None:
+    printed = run_alone(ROOT, "from pi_course.course.check import check\ncheck('5.1')")
+    assert printed.splitlines()[0] == "检查的是参考实现（../pi_course），不是练习副本", printed
+
+
+class Kernel:
+    """One kernel in a copy's notebooks/, run cell by cell as a learner does (between edits)."""
+
+    def __init__(self, folder: Path) -> None:
+        from jupyter_client.manager import start_new_kernel
+
+        self.manager, self.client = start_new_kernel(kernel_name="python3", cwd=str(folder))
+        self.printed: list[str] = []
+
+    def run(self, code: str) -> str:
+        reply = self.client.execute_interactive(code, timeout=120, output_hook=self._collect)
+        assert reply["content"]["status"] in ("ok", "error")
+        printed, self.printed = "".join(self.printed), []
+        return printed
+
+    def _collect(self, message: dict) -> None:
+        content = message["content"]
+        if message["msg_type"] == "stream":
+            self.printed.append(content["text"])
+        elif message["msg_type"] == "error":
+            self.printed.append(f"{content['ename']}: {content['evalue']}\n")
+        elif message["msg_type"] in ("display_data", "execute_result"):
+            self.printed.append(content["data"].get("text/plain", "") + "\n")
+
+    def stop(self) -> None:
+        self.client.stop_channels()
+        self.manager.shutdown_kernel(now=True)
+
+
+def code_cells(copy: Path, notebook: str) -> list[str]:
+    cells = json.loads((copy / "notebooks" / f"{notebook}.ipynb").read_text(encoding="utf-8"))["cells"]
+    return ["".join(cell["source"]) for cell in cells if cell["cell_type"] == "code"]
+
+
+def later(path: Path, text: str) -> None:
+    """Write ``text`` with a newer modification time than the kernel has seen (coarse clocks too)."""
+    before = path.stat().st_mtime
+    path.write_text(text, encoding="utf-8")
+    os.utime(path, (before + 2, before + 2))
+
+
+def test_after_pasting_5_1_into_a_running_kernel_the_next_cell_says_restart(
+    starter: Path, tmp_path: Path
+) -> None:
+    copy = stage(starter, tmp_path, "bo", ())
+    cells = code_cells(copy, NOTEBOOKS["5.1"])
+    kernel = Kernel(copy / "notebooks")
+    try:
+        kernel.run(cells[0])
+        assert kernel.run(cells[1]).startswith("需要先完成实践 5.1")
+        done = stage(starter, tmp_path / "done", "bo", ("5.1",))
+        for name in ("__init__.py", "protocol.py", "outbound.py"):
+            later(copy / "pi_course" / name, (done / "pi_course" / name).read_text(encoding="utf-8"))
+        for cell in cells[1:3]:  # the next cell and every one after it, until a restart
+            printed = kernel.run(cell)
+            assert printed.startswith("重启内核：") and len(printed.splitlines()) == 1, printed
+    finally:
+        kernel.stop()
+    kernel = Kernel(copy / "notebooks")  # restarted: the learner's 5.1 runs
+    try:
+        kernel.run(cells[0])
+        assert "ToolDefinition 的字段" in kernel.run(cells[1])
+    finally:
+        kernel.stop()
+
+
+def test_a_lesson_file_that_does_not_import_is_one_line_first(starter: Path, tmp_path: Path) -> None:
+    copy = stage(starter, tmp_path, "bo", ("5.1",))
+    cells = code_cells(copy, NOTEBOOKS["5.1"])
+    outbound = copy / "pi_course" / "outbound.py"
+    source = outbound.read_text(encoding="utf-8")
+    broken = source.replace("def to_provider_tools(", "def to_provider_tools(:", 1)
+    number = (
+        broken.splitlines().index(next(line for line in broken.splitlines() if "to_provider_tools(:" in line))
+        + 1
+    )
+    kernel = Kernel(copy / "notebooks")
+    try:
+        kernel.run(cells[0])
+        later(outbound, broken)
+        user = next(cell for cell in cells if "to_provider_messages(" in cell)
+        lines = kernel.run(user).splitlines()
+        assert lines[0].startswith(f"pi_course/outbound.py 第 {number} 行：SyntaxError"), lines
+        assert len([line for line in lines if line.startswith("Traceback")]) == 0  # folded: HTML only
+        later(outbound, source)  # fixed: the cell runs again, no restart needed
+        assert "pi_course/outbound.py" not in kernel.run(user)
+    finally:
+        kernel.stop()
