@@ -72,7 +72,7 @@ def starter_of(relative: str | PurePosixPath) -> str:
         return target.read_text(encoding="utf-8")
 
 
-def reset(file: str | Path, *, start: str | Path | None = None) -> Path:
+def reset(file: str | Path, *, start: str | Path | None = None) -> None:
     """Write ``file``'s starter over it (only that file) and say in one line what to do next."""
     root = copy_root(start)
     relative = _relative(root, file)
@@ -88,7 +88,6 @@ def reset(file: str | Path, *, start: str | Path | None = None) -> Path:
             f"已把 {relative} 恢复成起点版本（你的改动已被替换，其他文件没动）。"
             "如果编辑器里开着它，关掉标签页再打开；然后重启内核（Kernel → Restart Kernel）再从第一格运行。"
         )
-    return target
 
 
 def zip_copy(root: Path) -> tuple[bytes, int]:

@@ -475,10 +475,12 @@ def test_practice_checkpoint_first_then_5_1_in_the_editor_then_the_whole_copy(
         shots(page, "import-error")
 
         # reset(file): that file back to its starter, nothing else touched.
+        started = time.monotonic()
         cells = page.evaluate(
             script(APPEND_AND_RUN),
             'from pi_course.notebook.copyfiles import reset\nreset("pi_course/sse.py")',
         )
+        FIGURES["seconds_reset"] = round(time.monotonic() - started, 1)
         assert "已把 pi_course/sse.py 恢复成起点版本" in cell_texts(cells)[-1], cell_texts(cells)[-1]
         shots(page, "reset")
         starter = (SITE / "files" / sse).read_text(encoding="utf-8")
@@ -486,11 +488,13 @@ def test_practice_checkpoint_first_then_5_1_in_the_editor_then_the_whole_copy(
         assert page.evaluate(READ_FILES, [sse, outbound]) == {sse: starter, outbound: files[outbound]}
 
         # download_copy(): one zip, downloaded by the browser, the learner's edits in it.
+        started = time.monotonic()
         with page.expect_download(timeout=120_000) as download:
             page.evaluate(
                 script(APPEND_AND_RUN),
                 "from pi_course.notebook.copyfiles import download_copy\ndownload_copy()",
             )
+        FIGURES["seconds_download_copy"] = round(time.monotonic() - started, 1)
         saved = tmp_path / download.value.suggested_filename
         download.value.save_as(saved)
     finally:
