@@ -12,7 +12,10 @@ What the site holds, all served by itself (no CDN is ever asked for anything):
   import, each a file next to it: ``tools/lite/requirements.txt`` (pinned, pure Python), the
   kernel's shim wheels and pi_course built from this tree;
 * ``notebooks/`` (the reference, with their stored outputs) and ``practice/`` (a fresh practice
-  copy made by ``python -m pi_course practice 05``) in the file browser.
+  copy made by ``python -m pi_course practice 05``, its ``LEARNING.md`` the browser's edition) in
+  the file browser;
+* ``index.html``: the landing page (``tools/lite/index.html``), and ``tools/lite/overrides.json``:
+  Markdown opens rendered, the theme follows the system's.
 
 The report (sizes, largest parts) is printed and written to ``build/lite-report.json``.
 """
@@ -204,6 +207,10 @@ def contents(scratch: Path) -> Path:
     for notebook in sorted((ROOT / "notebooks").glob("05-*.ipynb")):
         shutil.copy2(notebook, root / "notebooks" / notebook.name)
     run(sys.executable, "-m", "pi_course", "practice", "05", root / "practice")
+    # The browser's LEARNING.md: each terminal step as the notebook call (no terminal in a tab).
+    from pi_course.course.practice import learning_md
+
+    (root / "practice" / "LEARNING.md").write_text(learning_md("browser"), encoding="utf-8")
     return root
 
 
@@ -332,6 +339,8 @@ def main() -> int:
         source = contents(scratch)
         lite_dir = scratch / "lite-dir"
         lite_dir.mkdir()
+        # Markdown opens rendered (LEARNING.md), and the theme follows the system's light or dark.
+        shutil.copy2(HERE / "overrides.json", lite_dir / "overrides.json")
         shutil.rmtree(output, ignore_errors=True)
         say("jupyter lite build")
         run(
@@ -354,6 +363,8 @@ def main() -> int:
     for stray in output.glob("extensions/@jupyterlite/pyodide-kernel-extension/static/pypi"):
         shutil.rmtree(stray)
     configure(output)
+    # The site's index: a Chinese landing page instead of JupyterLite's redirect to the Launcher.
+    shutil.copy2(HERE / "index.html", output / "index.html")
     figures = report(output)
     figures["undeclared_dependencies"] = missing
     (BUILD / "lite-report.json").write_text(json.dumps(figures, indent=2) + "\n")

@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 from ..chapter.steps import BEYOND_TEST, FOCUSED_TEST, STEPS, Step
+from .import_failure import CHECK_VERBOSE
 from .report import Detail, Report, step_of
 from .rulestate import RuleResult, broken_rules, rule_behind, rule_name
 from .stubs import Unfinished
@@ -358,7 +359,9 @@ def next_step_lines(report: Report, steps: tuple[Step, ...]) -> list[str]:
                 lines += failure_lines(report, name, same_hint=hint == previous)
                 previous = hint
         if not any(step_of(name, (first,)) for name, _ in report.failures):
-            lines.append(f"  ✗ 实践 {first.number} 的测试没有全部运行——用 check -v 查看 pytest 的完整报告")
+            lines.append(
+                f"  ✗ 实践 {first.number} 的测试没有全部运行——用 {CHECK_VERBOSE} 查看 pytest 的完整报告"
+            )
         later = [step.number for step in unfinished[1:]]
         if later:
             lines.append(f"  之后还未通过：实践 {'、'.join(later)}（先完成实践 {first.number}）")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import re
+import sys
 import traceback
 from pathlib import Path
 from types import FrameType
@@ -16,7 +17,11 @@ from types import FrameType
 from .plugin_path.pi_course_check.alarm import alarm
 
 PACKAGE = Path(__file__).resolve().parents[1]  # the pi_course package this module belongs to
-CHECK_COMMAND = "python -m pi_course check 05"
+# How a verdict names the check: the terminal command, or in the browser edition (Pyodide, no
+# terminal) the notebook call. One place, so every line a learner reads names what they can run.
+IN_BROWSER = sys.platform == "emscripten"
+CHECK_COMMAND = "check()" if IN_BROWSER else "python -m pi_course check 05"
+CHECK_VERBOSE = "check(verbose=True)" if IN_BROWSER else f"{CHECK_COMMAND} -v"
 IMPORT_BOUND = 20.0  # seconds for the command line to import pi_course; it needs about one
 
 # A traceback's location line: Python's (`File "…", line N`) or pytest's short form (`x.py:N: in`).

@@ -10,12 +10,15 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import secrets
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from ..chapter.steps import BEYOND_TEST, CHAPTER_TOTAL, FOCUSED_TEST, RULES_TEST, STEPS
+from ..provider.corpus import load_index
+from .import_failure import IN_BROWSER
 from .locate import PACKAGE, course_root
 from .starters import (
     TARGET_FOLDER,
@@ -154,8 +157,22 @@ def _without_outputs(notebook: Path) -> str:
     return json.dumps(data, ensure_ascii=False, indent=1) + "\n"
 
 
-def learning_md() -> str:
-    """The copy's ``LEARNING.md``: the template, with its table of the four steps from ``STEPS``."""
+Edition = Literal["terminal", "browser"]
+
+
+def provider_count() -> int:
+    """How many real providers the recordings come from (05-7 replays them): one number everywhere."""
+    return len({entry["provider"] for entry in load_index()["recordings"] if entry["provider"]})
+
+
+def learning_md(edition: Edition | None = None) -> str:
+    """The copy's ``LEARNING.md``: the template, with its table of the four steps from ``STEPS``.
+
+    ``edition`` keeps the template's terminal or browser blocks (the browser edition has no
+    terminal: its steps are notebook calls); by default the browser's under Pyodide.
+    """
+    if edition is None:
+        edition = "browser" if IN_BROWSER else "terminal"
     template = (PACKAGE / "course" / "templates" / "LEARNING.md").read_text(encoding="utf-8")
     rows = [
         f"| {step.number} {step.label} | `{step.notebook}` | {'、'.join(f'`{name}`' for name in step.files)} "
@@ -163,4 +180,22 @@ def learning_md() -> str:
         for step in STEPS
     ]
     rows.append(f"| 整章 | | | `tests/{FOCUSED_TEST}` | {CHAPTER_TOTAL}/{CHAPTER_TOTAL} |")
-    return template.replace("@STEP_TABLE@", "\n".join(rows))
+    browser = edition == "browser"
+    text = _edition_blocks(template, edition)
+    for name, value in {
+        "@STEP_TABLE@": "\n".join(rows),
+        "@CHECK_STEP@": '`check(step="5.1")`' if browser else "`python -m pi_course check 05 --step 5.1`",
+        "@CHECK_ALL@": "`check()`" if browser else "`check 05`",
+        "@PROVIDERS@": str(provider_count()),
+    }.items():
+        text = text.replace(name, value)
+    return text
+
+
+def _edition_blocks(text: str, edition: Edition) -> str:
+    """``text`` without the other edition's ``<!-- BEGIN x -->…<!-- END x -->`` blocks; its own unmarked."""
+    other = "browser" if edition == "terminal" else "terminal"
+    text = re.sub(rf"(?ms)^<!-- BEGIN {other} -->\n.*?^<!-- END {other} -->\n", "", text)
+    text = re.sub(rf"(?s)<!-- BEGIN {other} -->.*?<!-- END {other} -->", "", text)
+    text = re.sub(rf"(?m)^<!-- (?:BEGIN|END) {edition} -->\n", "", text)
+    return re.sub(rf"<!-- (?:BEGIN|END) {edition} -->", "", text)

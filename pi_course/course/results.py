@@ -11,6 +11,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from ..chapter.steps import BEYOND_TEST, FOCUSED_TEST, RULES_TEST, STEPS, Step
+from .import_failure import CHECK_VERBOSE
 from .plugin_path.pi_course_check.contract import Fact, read_progress_line
 from .report import BeyondCheck, Detail, Report, step_of
 
@@ -123,7 +124,7 @@ def read_progress(
             message = f"超过 {bound:g} 秒没有结束" if returncode is None else "测试进程意外退出"
             details[name] = Detail(message=message, timeout=bound if returncode is None else None)
         elif not ok:
-            details[name] = Detail(message="未通过（测试进程没有留下报告；用 check -v 查看详情）")
+            details[name] = Detail(message=f"未通过（测试进程没有留下报告；用 {CHECK_VERBOSE} 查看详情）")
         if _is_rules(nodeid):
             rules.append(BeyondCheck(name, ok))
             continue

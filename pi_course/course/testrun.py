@@ -31,7 +31,7 @@ from pathlib import Path
 
 from ..chapter.steps import BEYOND_TEST, STEPS, Step
 from . import inkernel
-from .import_failure import CHECK_COMMAND, ERROR_LINE, blames_the_package, import_failure_from_text
+from .import_failure import CHECK_VERBOSE, ERROR_LINE, blames_the_package, import_failure_from_text
 from .locate import beyond_test_file, course_root, focused_test_file, rules_test_file
 from .plugin_path.pi_course_check.contract import PLUGIN, PROGRESS_VARIABLE, TEST_TIMEOUT, TIMEOUT_VARIABLE
 from .probe import probe
@@ -142,4 +142,4 @@ def _collection_failure(text: str) -> str:
     """A test file that does not import, for a reason outside pi_course."""
     errors = [found["error"] for line in text.splitlines() if (found := ERROR_LINE.match(line))]
     last = errors[-1] if errors else "（没有报告）"
-    return f"聚焦测试无法收集：{last}。用 {CHECK_COMMAND} -v 查看 pytest 的完整报告。"
+    return f"聚焦测试无法收集：{last}。用 {CHECK_VERBOSE} 查看 pytest 的完整报告。"
