@@ -20,19 +20,12 @@ from pathlib import Path
 
 import pytest
 from learners import apply
+from test_grade import fake_copy
 
 from pi_course.course.grade import discover
 from pi_course.course.grade.gradebook import parse_points, read_roster, to_csv
 
 ROOT = Path(__file__).parents[2]
-
-
-def fake_copy(folder: Path) -> Path:
-    (folder / "pi_course").mkdir(parents=True)
-    (folder / "pi_course" / "__init__.py").write_text('EDITION = "practice"\n', encoding="utf-8")
-    (folder / "tests").mkdir()
-    (folder / "tests" / "test_05_provider_adapter.py").write_text("", encoding="utf-8")
-    return folder
 
 
 def test_a_linked_copy_and_two_copies_in_one_folder_each_get_a_row(tmp_path: Path) -> None:
