@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Literal, NotRequired, TextIO, TypedDict
 
 from ..chapter.rules import RULES
-from ..chapter.steps import CHAPTER_TOTAL, FOCUSED_TEST, STEPS, Step
+from ..chapter.steps import BEYOND_TEST, CHAPTER_TOTAL, FOCUSED_TEST, STEPS, Step
 from ..chapter.steps import step as step_named
 from .advice import first_thing_to_fix, next_step_lines
 from .locate import check_target, course_root, is_practice_copy, practice_path_problem
@@ -103,8 +103,12 @@ def verdict_of(report: Report, steps: tuple[Step, ...] = STEPS, *, beyond: bool 
     else:
         scope = CHAPTER
     done = report.ok(steps) and report.beyond_ok() and rules_ok(report)
-    if done and beyond and report.beyond_note is not None:  # a missing beyond file is never done
-        return Verdict(scope, False, report.beyond_note)
+    if beyond and report.beyond_note is not None and report.ok(steps):  # a missing beyond file: never done
+        missing = (
+            f"没有找到 tests/{BEYOND_TEST}，本章之外的检查没有运行，不能算完成。"
+            f"下一步：从新的练习副本（practice 05 新目录）拷回 tests/{BEYOND_TEST}"
+        )
+        return Verdict(scope, False, missing)
     if done:
         return Verdict(scope, True, None)
     first = first_thing_to_fix(report, steps) or "没有找到失败的测试（用 check -v 查看 pytest 的完整报告）"

@@ -10,8 +10,8 @@ import ast
 from pathlib import Path
 
 from ..chapter.steps import FOCUSED_TEST, STEPS
-from .grade.gradebook import DEFAULT_POINTS, Points, _number
-from .locate import PACKAGE
+from .locate import PACKAGE, course_root
+from .points import DEFAULT_POINTS, Points, _number
 from .report import step_of
 
 # What `check 05` needs in a copy's CI (the copy's own pi_course is what runs): pytest and anyio for
@@ -38,6 +38,14 @@ def focused_tests(test_file: Path) -> list[tuple[str, str]]:
     return found
 
 
+def _shipped_test_file() -> Path:
+    """The focused tests beside the package (a clone) or packed inside it (a wheel)."""
+    for base in (course_root(), PACKAGE / "_course"):
+        if (base / "tests" / FOCUSED_TEST).is_file():
+            return base / "tests" / FOCUSED_TEST
+    raise FileNotFoundError(f"tests/{FOCUSED_TEST} not found beside {PACKAGE}")
+
+
 def grader_command(name: str) -> str:
     """The command one Classroom step runs: one focused test, with check's time bound."""
     return f"python -m pytest -q -p no:cacheprovider -p {PLUGIN} tests/{FOCUSED_TEST}::{name}"
@@ -49,10 +57,8 @@ def classroom_workflow(points: Points = DEFAULT_POINTS, test_file: Path | None =
     Each test is worth its step's points per test (1 by default); the last step runs the whole
     ``check 05`` (beyond checks included) for no points, so the run fails until the chapter is done.
     """
-    from .practice import _course_file
-
     template = (PACKAGE / "course" / "templates" / "classroom.yml").read_text(encoding="utf-8")
-    tests = focused_tests(test_file or _course_file("tests", FOCUSED_TEST))
+    tests = focused_tests(test_file or _shipped_test_file())
     graders = [
         (
             f"test-{index:02d}-{number.replace('.', '-')}",

@@ -337,7 +337,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             _say("chat 已中断（Ctrl-C）。")
             return EXIT_INTERRUPTED
     if args.command == "practice":
-        from .grade.gradebook import GradebookError, parse_points
+        from .points import GradebookError, parse_points
         from .practice import create_practice
         from .starters import PracticeError
 

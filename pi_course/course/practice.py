@@ -14,12 +14,14 @@ import re
 import secrets
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from ..chapter.steps import BEYOND_TEST, CHAPTER_TOTAL, FOCUSED_TEST, RULES_TEST, STEPS
 from ..provider.corpus import load_index
+from .classroom import classroom_workflow
 from .import_failure import IN_BROWSER
 from .locate import PACKAGE, course_root
+from .points import DEFAULT_POINTS, Points
 from .starters import (
     TARGET_FOLDER,
     TARGET_README,
@@ -28,9 +30,6 @@ from .starters import (
     reference_sources,
     starter_sources,
 )
-
-if TYPE_CHECKING:
-    from .grade.gradebook import Points
 
 
 def _course_file(*parts: str) -> Path:
@@ -133,9 +132,7 @@ def _write_copy(root: Path, points: Points | None = None) -> None:
     (root / "LEARNING.md").write_text(learning_md(), encoding="utf-8")
     workflows = root / ".github" / "workflows"
     workflows.mkdir(parents=True)
-    from .classroom import classroom_workflow  # it reads the points grade counts, which imports this
-
-    workflow = classroom_workflow(points) if points is not None else classroom_workflow()
+    workflow = classroom_workflow(points or DEFAULT_POINTS, _course_file("tests", FOCUSED_TEST))
     (workflows / "classroom.yml").write_text(workflow, encoding="utf-8")
 
 

@@ -1,9 +1,12 @@
 """``grade 05 --html``: the class report, opened in a real Chromium (``make browser``).
 
-A small real class (an untouched copy, a finished one, one that does not import, and one whose
-folder name is HTML) is graded through the command line; the page must show every row with its
-status and counts, open each row to that copy's full ``check`` output, render the hostile name as
-text, and request nothing but itself. A screenshot goes to build/browser/.
+A small real class (an untouched copy, two finished ones, a copy of one of them, one at 6/11, one
+that does not import, and one whose folder name is HTML) is graded through the command line; the
+page must show the class's progress and where it is stuck as pictures, every row with its status
+and points, open each row to that copy's full ``check`` output, pair the near-identical copies side
+by side, render the hostile name as text, and request nothing but itself. At 390 px (a phone) the
+table fits the screen, the per-step columns folded into each row's details. Screenshots at 1400 px
+and 390 px go to build/browser/.
 """
 
 from __future__ import annotations
@@ -45,10 +48,19 @@ def test_the_class_report_shows_every_row_and_each_copys_check_output(tmp_path: 
     course = tmp_path / "class"
     made = cli("practice", "05", str(course / "fresh"), cwd=tmp_path)
     assert made.returncode == 0, made.stderr
-    for name, learner in (("ada", "ada"), ("syntax-error", "bo"), (HOSTILE, "ada")):
+    for name, learner in (
+        ("ada", "ada"),
+        ("bo", "bo"),
+        ("events", "bo"),
+        ("syntax-error", "bo"),
+        (HOSTILE, "ada"),
+    ):
         shutil.copytree(course / "fresh", course / name)
         apply(course / name, learner)
     mistake(course / "syntax-error", "sse.py", "self._buffer = lines.pop()", "self._buffer = lines.pop(")
+    mistake(
+        course / "events", "sse.py", "self._buffer = lines.pop()", 'self._buffer = ""  # whole lines only'
+    )
     page_file = tmp_path / "class.html"
     graded = cli(
         "grade",
@@ -63,7 +75,10 @@ def test_the_class_report_shows_every_row_and_each_copys_check_output(tmp_path: 
     assert graded.returncode == 0, graded.stdout + graded.stderr
     records = json.loads((tmp_path / "class.json").read_text(encoding="utf-8"))
     statuses = {record["name"]: record["status"] for record in records}
-    assert statuses == {"ada": "done", "fresh": "incomplete", "syntax-error": "import-error", HOSTILE: "done"}
+    assert statuses == {
+        "ada": "done", "bo": "done", "events": "incomplete", "fresh": "incomplete", "syntax-error": "import-error",
+        HOSTILE: "done",
+    }  # fmt: skip
 
     requests: list[str] = []
     with sync_playwright() as playwright:
@@ -76,14 +91,33 @@ def test_the_class_report_shows_every_row_and_each_copys_check_output(tmp_path: 
             page.goto(page_file.as_uri())
             rows = page.locator("tbody tr")
             expect(rows).to_have_count(len(records))
+            SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(SCREENSHOTS / "grade-report.png"), full_page=True)  # every row closed
             # Unfinished copies first: the one that does not import, then the untouched copy.
             shown = [rows.nth(index).locator("td").first.inner_text() for index in range(len(records))]
-            assert shown[:2] == ["syntax-error", "fresh"] and sorted(shown[2:]) == sorted(["ada", HOSTILE])
+            assert shown[:3] == ["syntax-error", "fresh", "events"]
+            assert sorted(shown[3:]) == sorted(["ada", "bo", HOSTILE])
+            # Above the table: progress per step and the most failing tests, as inline SVG.
+            figures = page.locator("section.glance figure")
+            expect(figures).to_have_count(2)
+            expect(figures.nth(0).locator("svg")).to_contain_text("5.3 SSE 与 unknown 边界")
+            expect(figures.nth(0).locator("svg")).to_contain_text(
+                "3/6 完成"
+            )  # 5.3: ada, bo and the hostile name
+            expect(figures.nth(1).locator("svg")).to_contain_text("test_sse_interleaved")
+            # Near-identical pairs: ada and the copy under the hostile name; bo and the two copies
+            # that differ from bo by one line (three pairs). Each opens side by side.
+            expect(page.locator("details.pair")).to_have_count(4)
+            pair = page.locator("details.pair").first  # the most similar first, then by name
+            expect(pair.locator("summary")).to_have_text(f"{HOSTILE} ↔ ada：课程代码相似度 100.0%")
+            pair.locator("summary").click()
+            expect(pair.locator(".side pre")).to_have_count(2)
+            pair.screenshot(path=str(SCREENSHOTS / "grade-report-pair.png"))
             for record in records:
                 row = page.locator(f'tbody tr[data-name="{record["name"]}"]')
                 cells = row.locator("td")
                 expect(cells.nth(1)).to_have_text(record["status"])
-                expect(cells.nth(6)).to_have_text(f"{record['focused_passed']}/11")
+                expect(cells.nth(2)).to_have_text(f"{record['focused_passed']}/11")  # a point per test
                 details = row.locator("details pre")
                 expect(details).to_be_hidden()
                 row.locator("summary").click()
@@ -94,8 +128,19 @@ def test_the_class_report_shows_every_row_and_each_copys_check_output(tmp_path: 
             fresh = page.locator('tbody tr[data-name="fresh"] summary')
             expect(fresh).to_contain_text("ToolDefinition")
             assert page.title() != "pwned" and page.locator("img").count() == 0
-            SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(SCREENSHOTS / "grade-report.png"), full_page=True)
+
+            phone = browser.new_page(viewport={"width": 390, "height": 844})
+            phone.on("request", lambda request: requests.append(request.url))
+            phone.goto(page_file.as_uri())
+            assert phone.evaluate("document.documentElement.scrollWidth") <= 390  # nothing scrolls sideways
+            phone.screenshot(path=str(SCREENSHOTS / "grade-report-phone.png"), full_page=True)
+            first = phone.locator("tbody tr").first
+            expect(first.locator("td.wide").first).to_be_hidden()
+            first.locator("summary").click()
+            expect(first.locator("dl.steps")).to_be_visible()
+            expect(first.locator("dl.steps")).to_contain_text("5.3")
+            assert phone.evaluate("document.documentElement.scrollWidth") <= 390
+            phone.screenshot(path=str(SCREENSHOTS / "grade-report-phone-open.png"))
         finally:
             browser.close()
-    assert requests == [page_file.as_uri()]
+    assert requests == [page_file.as_uri()] * 2

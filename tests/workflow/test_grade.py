@@ -626,3 +626,25 @@ def test_a_copy_at_ten_of_eleven_scores_the_same_in_classroom_and_grade(tmp_path
     record = json.loads(checked.stdout.strip().splitlines()[-1])
     graded = sum(Points({}).score(record).values())
     assert classroom == graded == 10
+
+
+def test_near_identical_lesson_code_is_paired_and_the_starter_is_not_counted() -> None:
+    from pi_course.course.grade.similarity import near_identical
+
+    starter = "\n".join(
+        f"def given_{index}(value):\n    return value * {index} + len(str(value))\n" for index in range(40)
+    )
+    mine = "\n".join(
+        f"def helper_{index}(items, limit):\n    total = 0\n    for item in items[:limit]:\n"
+        f"        total += item ** {index % 3 + 1}\n    return total - {index}\n"
+        for index in range(30)
+    )
+    theirs = mine.replace("total", "acc").replace("items", "xs")  # renamed: still the same code
+    other = "\n".join(
+        f"class Reader{index}:\n    def read(self, stream):\n        return stream.read({index}).decode('utf-8')\n"
+        for index in range(30)
+    )
+    codes = {"ada": starter + mine, "bo": starter + theirs, "cy": starter + other, "fresh": starter}
+    pairs = near_identical(codes, starter)
+    assert [(pair.left, pair.right) for pair in pairs] == [("ada", "bo")]
+    assert pairs[0].similarity >= 0.9 and pairs[0].right_code == codes["bo"]

@@ -1,7 +1,8 @@
 """``grade 05`` on a class of hostile copies, in bubblewrap: every row right, nothing reaches outside.
 
 The copies are written here: a conftest hook that passes every test, a deleted beyond file, the
-reference copied over the lesson files, a module-level print that looks like an answer, and a
+reference copied over the lesson files, a module-level print that looks like an answer, a deleted
+lesson file (named as the cause, not the module importing it), and a
 module that at import tries to read the instructor's secret from its ancestors'
 ``/proc/*/environ``, write outside its copy and into ``HOME``, connect to a loopback port this
 test listens on, and leave a ``setsid`` daemon holding its output open. Afterwards: each row and
@@ -153,6 +154,7 @@ def test_a_hostile_class_is_graded_right_and_reaches_nothing(tmp_path: Path) -> 
     prints = learner("prints-at-import", "ada")
     with (prints / "pi_course" / "outbound.py").open("a", encoding="utf-8") as module:
         module.write('\nprint(\'["pi_course 没有导出 ToolDefinition"]\')\nprint("[]")\n')
+    (learner("transport-deleted", "ada") / "pi_course" / "transport.py").unlink()
     hostile = learner("hostile", "ada")
     with (hostile / "pi_course" / "transport.py").open("a", encoding="utf-8") as module:
         module.write(hostile_module(token, port, outside))
@@ -189,6 +191,10 @@ def test_a_hostile_class_is_graded_right_and_reaches_nothing(tmp_path: Path) -> 
     assert deleted_row["flags"] == ["tests-modified"]
     assert 0 < deleted_row["beyond_passed"] < deleted_row["beyond_total"]
     assert "test_key_stays_out_of_every_error_chain" in deleted_row["first_failure"]
+
+    missing = records["transport-deleted"]
+    assert missing["status"] == "import-error"
+    assert missing["first_failure"] == "副本里没有 pi_course/transport.py：pi_course 无法导入。"
 
     assert {"class": tree_digest(course), "outside": tree_digest(outside)} == before
     assert not (Path.home() / f"pwned-{token}").exists()

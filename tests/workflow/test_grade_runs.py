@@ -20,19 +20,12 @@ from pathlib import Path
 
 import pytest
 from learners import apply
+from test_grade import fake_copy
 
 from pi_course.course.grade import discover
 from pi_course.course.grade.gradebook import parse_points, read_roster, to_csv
 
 ROOT = Path(__file__).parents[2]
-
-
-def fake_copy(folder: Path) -> Path:
-    (folder / "pi_course").mkdir(parents=True)
-    (folder / "pi_course" / "__init__.py").write_text('EDITION = "practice"\n', encoding="utf-8")
-    (folder / "tests").mkdir()
-    (folder / "tests" / "test_05_provider_adapter.py").write_text("", encoding="utf-8")
-    return folder
 
 
 def test_a_linked_copy_and_two_copies_in_one_folder_each_get_a_row(tmp_path: Path) -> None:
@@ -161,3 +154,19 @@ def test_re_grading_one_student_updates_the_class_files(tmp_path: Path) -> None:
     assert rows["ada"]["score"] == rows["bo"]["score"] == "11"
     page = (tmp_path / "class.html").read_text(encoding="utf-8")
     assert 'data-name="ada"' in page and 'data-name="bo"' in page
+
+
+@pytest.mark.slow
+def test_a_copy_without_its_beyond_file_is_never_done(tmp_path: Path) -> None:
+    copy = practice_copy(tmp_path / "lab", "ada")
+    (copy / "tests" / "test_05_beyond.py").unlink()
+    inside = cli("check", "05", cwd=copy)  # the copy's own tests, as its notebooks run them
+    assert inside.returncode == 1
+    assert inside.stdout.splitlines()[-1] == (
+        "第 05 章：未完成——没有找到 tests/test_05_beyond.py，本章之外的检查没有运行，不能算完成。"
+        "下一步：从新的练习副本（practice 05 新目录）拷回 tests/test_05_beyond.py"
+    )
+    outside = cli("check", "05", "--json", "--path", str(copy), cwd=tmp_path)  # the installed tests
+    record = json.loads(outside.stdout.strip().splitlines()[-1])
+    assert record["status"] == "done" and record["flags"] == ["tests-modified"]
+    assert "tests-modified" in outside.stderr

@@ -58,6 +58,7 @@ class Assembled:
     tree: Path
     flags: tuple[str, ...]
     notes: tuple[str, ...]
+    missing: tuple[str, ...] = ()  # lesson files the copy does not have, as pi_course/NAME
 
 
 def assemble(copy: Path, instructor: Instructor, destination: Path) -> Assembled:
@@ -65,6 +66,7 @@ def assemble(copy: Path, instructor: Instructor, destination: Path) -> Assembled
     shutil.copytree(instructor.root / "pi_course", destination / "pi_course")
     shutil.copytree(instructor.root / "tests", destination / "tests")
     notes: list[str] = []
+    missing: list[str] = []
     for name in lesson_files():
         mine = copy / "pi_course" / name
         target = destination / "pi_course" / name
@@ -72,6 +74,7 @@ def assemble(copy: Path, instructor: Instructor, destination: Path) -> Assembled
             shutil.copyfile(mine, target)
         else:
             target.unlink()
+            missing.append(f"pi_course/{name}")
             notes.append(f"副本里没有 pi_course/{name}")
     flags: list[str] = []
     changed = modified_tests(copy, instructor.root)
@@ -85,7 +88,7 @@ def assemble(copy: Path, instructor: Instructor, destination: Path) -> Assembled
         notes.append(
             f"{MATCHES_REFERENCE}：{'、'.join(TEACHING_FILES)} 与参考实现相同（不计注释、文档字符串和格式）"
         )
-    return Assembled(destination, tuple(flags), tuple(notes))
+    return Assembled(destination, tuple(flags), tuple(notes), tuple(missing))
 
 
 def modified_tests(copy: Path, shipped: Path) -> list[str]:

@@ -94,11 +94,18 @@ def progress_svg(results: Sequence[Graded]) -> str:
     )
 
 
+NO_TESTS = "（没有测试运行：红灯、无法导入或超时）"
+
+
 def failing_tests(results: Sequence[Graded], limit: int = 6) -> list[tuple[str, int]]:
-    """The tests that fail in most copies (focused and beyond), most first."""
+    """The tests that fail in most copies (focused and beyond), most first; copies stopped before
+    any test ran are counted as one more entry, since that is where they are stuck."""
     counts: Counter[str] = Counter()
     for record in _graded(results):
-        for name, passed in (record.get("tests") or {}).items():
+        tests = record.get("tests") or {}
+        if not tests and record.get("status") != "done":
+            counts[NO_TESTS] += 1
+        for name, passed in tests.items():
             if passed is False:
                 counts[str(name)] += 1
     return sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:limit]
@@ -171,7 +178,7 @@ def _pairs_section(pairs: Sequence[Pair]) -> str:
         )
         items.append(
             f'<details class="pair"><summary>{e(pair.left)} ↔ {e(pair.right)}：'
-            f'课程代码相似度 {pair.similarity:.0%}</summary><div class="side">{sides}</div></details>'
+            f'课程代码相似度 {pair.similarity:.1%}</summary><div class="side">{sides}</div></details>'
         )
     return (
         f"<h2>几乎相同的课程代码（{len(pairs)} 对）</h2>"

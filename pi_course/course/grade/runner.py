@@ -37,19 +37,10 @@ DEFAULT_TIMEOUT = 120.0  # seconds per copy; a finished copy needs a few
 MAX_OUTPUT_CHARS = 1_000_000  # what is kept of a check's output (the file itself is bounded too)
 
 
-def check_command(tree: Path, *flags: str) -> list[str]:
-    """The command that checks one assembled tree: the installed ``check 05`` (``--json`` by default)."""
-    return [
-        sys.executable,
-        "-m",
-        "pi_course",
-        "check",
-        "05",
-        *(flags or ("--json",)),
-        "--path",
-        str(tree),
-        "--assembled",
-    ]
+def check_command(tree: Path, flags: Sequence[str] = ("--json",)) -> list[str]:
+    """The command that checks one assembled tree: the installed ``check 05`` (``--json`` for grade)."""
+    command = [sys.executable, "-m", "pi_course", "check", "05", *flags]
+    return [*command, "--path", str(tree), "--assembled"]
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
@@ -202,6 +193,8 @@ def grade_one(
         output = "\n".join([*notes, err.rstrip(), out.rstrip()]).strip()
         return Graded(empty_record(source.name, source.path, "import-error", why, seconds, flags), output)
     shaped = {key: record.get(key) for key in CONTRACT_FIELDS}
+    if shaped["status"] == "import-error" and assembled.missing:  # name the file, not its importer
+        shaped["first_failure"] = f"副本里没有 {'、'.join(assembled.missing)}：pi_course 无法导入。"
     shaped.update(name=source.name, path=str(source.path), seconds=round(seconds, 2), flags=flags)
     shaped.update(graded_at=now(), tests=record.get("tests") or {})
     return Graded(shaped, "\n".join([*notes, err.rstrip()]).strip())
@@ -258,7 +251,7 @@ def check_path(copy: Path, flags: Sequence[str], *, sandbox_name: str = "auto", 
         work = Path(scratch) / "run"
         work.mkdir()
         assembled = assemble(copy, instructor, work / "copy")
-        inner = check_command(assembled.tree, *flags)
+        inner = check_command(assembled.tree, flags)
         wrapped = sandbox.command(inner, work)
         code, out, err, _ = run_bounded(wrapped, work, sandbox.environment(work), DEFAULT_TIMEOUT)
         with contextlib.suppress(OSError):
