@@ -217,12 +217,19 @@ def check(
     blocking = next((earlier for earlier in before if not report.step_done(earlier)), None)
     if report.red_light is not None or blocking is None:
         return print_report(report, steps, beyond=beyond, verbose=verbose, compact=True).done
-    # 5.3 on a copy where 5.2 is still a stub fails for 5.2's reason: say that, with 5.2's hints.
+    # 5.3 on a copy where 5.2 is still a stub fails for 5.2's reason: say that, with 5.2's hints,
+    # then this step's own count (its failures likely follow from the earlier step's).
     print(f"先完成实践 {blocking.number}（{blocking.label}）：实践 {step} 用到它。{report.line(blocking)}")
     lines = next_step_lines(report, (*before, *steps))
     if lines:
         print("\n".join(line for line in lines if not line.startswith("  之后还未通过")))
-    print(f"实践 {step}：未完成——先完成实践 {blocking.number}（{blocking.label}）")
+    [asked] = steps
+    print(report.line(asked))
+    first = f"实践 {blocking.number}（{blocking.label}）"
+    if report.step_done(asked):
+        print(f"实践 {step}：完成（它用到的{first}还没通过）")
+        return True
+    print(f"实践 {step}：未完成——先完成{first}")
     return False
 
 

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from lab_server import jupyter_lab, lab_environment
+from test_browser import RUN_ALL
 
 pytestmark = pytest.mark.browser
 
@@ -101,28 +103,6 @@ HEIGHTS = """() => [...document.querySelectorAll('.jp-OutputArea-output')]
   .filter(o => o.querySelector('.pi-static') || o.textContent.includes('预期输出（参考实现的真实输出）'))
   .map(o => ({height: Math.round(o.getBoundingClientRect().height), text: o.textContent.slice(0, 60)}))"""
 
-RUN_ALL = """async () => {
-  const app = window.jupyterapp;
-  const panel = app.shell.currentWidget;
-  await panel.context.ready;
-  await panel.sessionContext.ready;
-  const deadline = Date.now() + 60000;
-  while (panel.sessionContext.session?.kernel?.status !== 'idle' && Date.now() < deadline) {
-    await new Promise(resolve => setTimeout(resolve, 100));
-  }
-  const started = Date.now();
-  await app.commands.execute('notebook:run-all-cells');
-  const errors = [];
-  const cells = panel.content.model.cells;
-  for (let i = 0; i < cells.length; i++) {
-    if (cells.get(i).type !== 'code') continue;
-    for (const output of cells.get(i).outputs.toJSON()) {
-      if (output.output_type === 'error') errors.push(`cell ${i}: ${output.ename}: ${output.evalue}`);
-    }
-  }
-  return {errors, seconds: (Date.now() - started) / 1000};
-}"""
-
 
 @pytest.fixture(scope="module")
 def seen(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, Path]]:
@@ -161,6 +141,20 @@ def seen(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, P
         yield server.base, server.token, home
 
 
+@contextmanager
+def _chromium() -> Iterator[object]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu", "--no-first-run"]
+        )
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
 def _open(browser: object, base: str, token: str, path: str, workspace: str, dark: bool) -> object:
     page = browser.new_page(viewport=VIEWPORT)  # type: ignore[attr-defined]
     page.set_default_timeout(60_000)
@@ -188,61 +182,45 @@ def _shots(page: object, stem: str) -> None:
 
 @pytest.mark.parametrize("theme", ["light", "dark"])
 def test_untrusted_static_tables_fit_one_screen(seen: tuple[str, str, Path], theme: str) -> None:
-    from playwright.sync_api import sync_playwright
-
     base, token, _ = seen
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     tall = []
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu", "--no-first-run"]
-        )
-        try:
-            for name in NOTEBOOKS:
-                stem = f"seen-{name.removesuffix('.ipynb')}-untrusted-{theme}"
-                page = _open(browser, base, token, f"notebooks/{name}", stem, theme == "dark")
-                page.wait_for_timeout(500)
-                heights = page.evaluate(HEIGHTS)
-                tall += [(name, found) for found in heights if found["height"] > VIEWPORT["height"] - 100]
-                _shots(page, stem)
-                page.close()
-        finally:
-            browser.close()
+    with _chromium() as browser:
+        for name in NOTEBOOKS:
+            stem = f"seen-{name.removesuffix('.ipynb')}-untrusted-{theme}"
+            page = _open(browser, base, token, f"notebooks/{name}", stem, theme == "dark")
+            page.wait_for_timeout(500)
+            heights = page.evaluate(HEIGHTS)
+            tall += [(name, found) for found in heights if found["height"] > VIEWPORT["height"] - 100]
+            _shots(page, stem)
+            page.close()
     assert not tall, tall
 
 
 def test_a_practice_copy_mid_way_5_1_runs_every_notebook_without_an_error(
     seen: tuple[str, str, Path],
 ) -> None:
-    from playwright.sync_api import sync_playwright
-
     base, token, _ = seen
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     problems, seconds = [], {}
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu", "--no-first-run"]
-        )
-        try:
-            for name in NOTEBOOKS:
-                stem = f"seen-practice-half-51-{name.removesuffix('.ipynb')}"
-                page = _open(browser, base, token, f"practice/notebooks/{name}", stem, False)
-                result = page.evaluate(RUN_ALL)
-                seconds[name] = result["seconds"]
-                problems += [f"{name} {error}" for error in result["errors"]]
-                text = page.locator(".jp-Notebook").inner_text()
-                for bad in ("Traceback", "RuntimeWarning", "can't start new thread"):
-                    if bad in text:
-                        problems.append(f"{name}: {bad}")
-                heights = page.evaluate(HEIGHTS)
-                problems += [
-                    f"{name}: {found}" for found in heights if found["height"] > VIEWPORT["height"] - 100
-                ]
-                if name in PRACTICE and "先完成实践 5.1" not in text:
-                    problems.append(f"{name}: no cell names 5.1")
-                _shots(page, stem)
-                page.close()
-        finally:
-            browser.close()
+    with _chromium() as browser:
+        for name in NOTEBOOKS:
+            stem = f"seen-practice-half-51-{name.removesuffix('.ipynb')}"
+            page = _open(browser, base, token, f"practice/notebooks/{name}", stem, False)
+            result = page.evaluate(RUN_ALL)
+            seconds[name] = result["seconds"]
+            problems += [f"{name} {error}" for error in result["errors"]]
+            text = page.locator(".jp-Notebook").inner_text()
+            for bad in ("Traceback", "RuntimeWarning", "can't start new thread"):
+                if bad in text:
+                    problems.append(f"{name}: {bad}")
+            heights = page.evaluate(HEIGHTS)
+            problems += [
+                f"{name}: {found}" for found in heights if found["height"] > VIEWPORT["height"] - 100
+            ]
+            if name in PRACTICE and "先完成实践 5.1" not in text:
+                problems.append(f"{name}: no cell names 5.1")
+            _shots(page, stem)
+            page.close()
     print("Run All seconds, practice copy mid-way 5.1:", seconds)
     assert not problems, problems
