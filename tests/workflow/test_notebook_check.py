@@ -97,6 +97,7 @@ def test_with_only_5_1_done_later_checkpoints_name_5_2_first(starter: Path, tmp_
         hint_files = [line for line in lines if "sse.py" in line or "transport.py" in line]
         assert not hint_files, printed  # nothing about this step's own files before 5.2 is done
         assert lines[-1].startswith(f"实践 {step}：未完成——先完成实践 5.2"), printed
+        assert lines[-2].endswith("未通过"), printed  # this step's own count, after 5.2's reason
 
 
 def test_a_finished_copy_passes_each_checkpoint_cell_alone(starter: Path, tmp_path: Path) -> None:
