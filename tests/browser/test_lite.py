@@ -289,22 +289,36 @@ def test_first_visit_opens_05_1_and_shows_output_offline(site: Site, browser: Br
     close(page)
 
 
-@pytest.mark.parametrize("notebook", NOTEBOOKS)
-def test_every_reference_notebook_runs_without_a_traceback(
-    site: Site, browser: Browser, notebook: str
-) -> None:
+def run_all_timed(
+    site: Site, browser: Browser, path: str, files: dict[str, str] | None = None
+) -> tuple[list[Any], float]:
+    """Run All of ``path`` in a fresh context (one kernel in the tab), timed from a ready kernel.
+
+    ``files`` are saved into the browser's storage first, before any cell runs.
+    """
     page = browser.new_page()
     try:
-        open_notebook(page, site, f"notebooks/{notebook}")
+        open_notebook(page, site, path)
+        if files:
+            page.evaluate(SAVE_FILES, files)
         page.evaluate(READY)
         started = time.monotonic()
         cells = page.evaluate(script(RUN_ALL))
-        FIGURES.setdefault("run_all_seconds", {}).setdefault(notebook, {})["reference"] = round(
-            time.monotonic() - started, 1
+        seconds = round(time.monotonic() - started, 1)
+        page.screenshot(
+            path=str(ROOT / "build" / f"lite-{path.replace('/', '-').removesuffix('.ipynb')}.png")
         )
-        page.screenshot(path=str(ROOT / "build" / f"lite-{notebook.removesuffix('.ipynb')}.png"))
     finally:
         close(page)
+    return cells, seconds
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS)
+def test_each_notebook_runs_clean_reference_then_practice_with_a_solution(
+    site: Site, browser: Browser, notebook: str
+) -> None:
+    """The reference, then at once the practice copy's with a learner's solution (same load: a fair ratio)."""
+    cells, reference = run_all_timed(site, browser, f"notebooks/{notebook}")
     assert errors(cells) == []
     assert misleading(cells) == []
     assert all(cell["outputs"] or not cell["source"].strip() for cell in cells[:1])
@@ -312,8 +326,19 @@ def test_every_reference_notebook_runs_without_a_traceback(
     if step is not None:
         line = f"{step.label}：{step.expected}/{step.expected} 通过"
         assert any(line in text.splitlines() for text in cell_texts(cells)), cell_texts(cells)[-3:]
+    load = os.getloadavg()[0]
+    practice_cells, practice = run_all_timed(site, browser, f"practice/notebooks/{notebook}", learner_files())
+    FIGURES.setdefault("run_all_seconds", {})[notebook] = {
+        "reference": reference,
+        "practice_with_a_solution": practice,
+        "ratio": round(practice / reference, 2),
+        "load_1min": round(load, 1),
+    }
+    assert errors(practice_cells) == []
+    assert misleading(practice_cells) == []
 
 
+@functools.cache
 def learner_files() -> dict[str, str]:
     """ada's solution applied to the site's own practice copy, as the learner's files would be."""
     spec = importlib.util.spec_from_file_location(
@@ -562,32 +587,6 @@ def test_cold_start_idle_and_under_load(site: Site, browser: Browser) -> None:
         "cores": os.cpu_count(),
     }
     assert idle > 0 and loaded > 0
-
-
-def test_practice_notebooks_with_a_solution_run_all_cleanly_and_are_timed(
-    site: Site, browser: Browser
-) -> None:
-    """Each practice notebook, a learner's whole solution in storage: no error, no thread failure; timed."""
-    files = learner_files()
-    page = browser.new_page()
-    found: dict[str, list[str]] = {}
-    try:
-        open_notebook(page, site, "practice/notebooks/05-0-overview.ipynb")
-        page.evaluate(SAVE_FILES, files)
-        for notebook in NOTEBOOKS:
-            open_notebook(page, site, f"practice/notebooks/{notebook}")
-            page.evaluate(READY)
-            started = time.monotonic()
-            cells = page.evaluate(script(RUN_ALL))
-            seconds = round(time.monotonic() - started, 1)
-            timing = FIGURES.setdefault("run_all_seconds", {}).setdefault(notebook, {})
-            timing["practice_with_a_solution"] = seconds
-            if timing.get("reference"):
-                timing["ratio"] = round(seconds / timing["reference"], 2)
-            found[notebook] = errors(cells) + misleading(cells)
-    finally:
-        close(page)
-    assert {name: problems for name, problems in found.items() if problems} == {}
 
 
 def test_no_request_left_loopback(site: Site, browser: Browser) -> None:
