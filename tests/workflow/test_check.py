@@ -558,18 +558,25 @@ def test_failures_show_both_strings_in_full_and_the_error_message_of_an_error_ev
 
 @pytest.mark.slow
 def test_ctrl_c_ends_check_with_one_line_and_130(completed: Path) -> None:
+    # The first body read leaves a mark, and a read the abort no longer races blocks its test for
+    # the minute the per-test bound allows: Ctrl-C comes while a test runs, however busy the machine.
+    reading = completed.parent / "reading"
     edit(
         completed,
         "transport.py",
         "yield race.iterate(response.aiter_bytes())",
-        "yield response.aiter_bytes()",
+        f"yield (open({str(reading)!r}, 'w').close(), response.aiter_bytes())[1]",
     )
     process = subprocess.Popen(
         [sys.executable, "-m", "pi_course", "check", "05"],
-        cwd=completed, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        cwd=completed, env={**os.environ, TIMEOUT_VARIABLE: "60"},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )  # fmt: skip
-    time.sleep(2.5)  # inside the blocked test
+    deadline = time.monotonic() + 120  # a hang bound: the tests start reading within seconds
+    while not reading.exists() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert reading.exists(), process.communicate(timeout=30)
     os.killpg(process.pid, signal.SIGINT)
     out, err = process.communicate(timeout=30)
     assert process.returncode == 130
