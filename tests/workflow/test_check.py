@@ -28,6 +28,7 @@ from pi_course.course import advice, import_failure, probe, stubs, testrun
 from pi_course.course.advice import failure_lines, next_step_lines
 from pi_course.course.check import check, check_record, steps_for, verdict_of
 from pi_course.course.plugin_path.pi_course_check.contract import PLUGIN, TIMEOUT_VARIABLE
+from pi_course.course.practice import create_practice
 from pi_course.course.report import BeyondCheck, Detail, Report
 from pi_course.course.results import read_junit
 from pi_course.course.testrun import run_tests
@@ -428,6 +429,7 @@ def test_a_missing_dependency_says_which_python_to_use_not_which_line_to_fix() -
     assert own.startswith("pi_course/adapter.py 第 3 行：ModuleNotFoundError") and "改好这一行" in own
 
 
+@pytest.mark.slow
 def test_the_command_line_imports_no_lesson_module_until_a_command_needs_it() -> None:
     """``python -m pi_course check|practice|checkpoint`` work on a copy whose lesson does not import."""
     code = (
@@ -682,8 +684,8 @@ def test_hints_name_the_tool_and_the_idea_never_a_solution_line() -> None:
 STUB_5_3 = "Lab 5.3 SSE 与 unknown 边界 尚未实现"
 
 
-def test_a_fresh_copy_lists_every_stub_with_its_step(starter: Path) -> None:
-    found = stubs.unfinished(starter)
+def test_a_fresh_copy_lists_every_stub_with_its_step(tmp_path: Path) -> None:
+    found = stubs.unfinished(create_practice(tmp_path / "lab"))  # what `practice 05` makes, in this process
     assert {item.kind for item in found} == {"stub"}
     names = {(item.file, item.function) for item in found}
     assert ("pi_course/sse.py", "_finish_reason") in names
