@@ -33,7 +33,6 @@ from openai._streaming import SSEDecoder
 from openai.lib.streaming.chat import ChatCompletionStreamState
 from openai.types.chat import ChatCompletionChunk
 
-import pi_course.transport as transport_module
 from pi_course import (
     AgentContext,
     AssistantMessage,
@@ -46,9 +45,8 @@ from pi_course import (
     payload_reading,
     sse,
 )
-from pi_course.payload_reading import PayloadReader
 from pi_course.protocol import AssistantContent
-from pi_course.seam import InvalidProviderChunk, ProviderChunk, UsageSent
+from pi_course.seam import InvalidProviderChunk
 from pi_course.stream_rules import SSEEvent
 
 READ_SIZE = 4096
@@ -281,14 +279,6 @@ def plain_only_text(payload: dict[str, object]) -> bool:
     return False
 
 
-def plain_iter_provider_chunks(
-    events: AsyncIterable[SSEEvent], *, strict: bool = True, usage_sent: UsageSent | None = None
-) -> AsyncIterator[ProviderChunk]:
-    """``pi_course.sse.iter_provider_chunks`` without its trick: the usage-carrying layer always there."""
-    reader = PayloadReader(read_quirks=not strict, usage_sent=usage_sent)
-    return sse._carrying_usage(sse.read_provider_chunks(reader.events(events)), reader.usage_sent)
-
-
 # Each trick: (what it does, where the code that uses it looks it up, the name, the plain code).
 TRICKS: dict[str, tuple[str, object, str, Callable[..., object]]] = {
     "AssistantMessage.with_content": (
@@ -314,12 +304,6 @@ TRICKS: dict[str, tuple[str, object, str, Callable[..., object]]] = {
         payload_reading,
         "only_text",
         plain_only_text,
-    ),
-    "sse.iter_provider_chunks": (
-        "no usage-carrying generator layer when the stream's UsageSent is passed in",
-        transport_module,
-        "iter_provider_chunks",
-        plain_iter_provider_chunks,
     ),
 }
 
