@@ -44,18 +44,24 @@ lint: $(STAMP)
 # and notebook kernels): `make test WORKERS=4` on a bigger machine, WORKERS=0 to run in one process.
 WORKERS ?= 2
 
+# Runs of tests/ leave the nbval plugin out: importing it (nbformat, jupyter_client) costs each
+# pytest process seconds, and the tests that need it start their own pytest with --nbval-lax.
+# --dist worksteal: a worker that runs out takes queued tests from the other, so the long ones at
+# the end do not leave a core idle.
+NO_NBVAL := -p no:nbval
+
 # The fast loop: everything that starts no Python process and no notebook kernel (well under 30 s).
 unit: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow and not browser and not notebooks" tests
+	$(BIN)/python -m pytest -q $(NO_NBVAL) -m "not slow and not browser and not notebooks" tests
 
 # Every test but the browser's and the notebook re-executions, the slow ones included.
 suite: $(STAMP)
-	$(BIN)/python -m pytest -q -n $(WORKERS) -m "not browser and not notebooks" tests
+	$(BIN)/python -m pytest -q $(NO_NBVAL) -n $(WORKERS) --dist worksteal -m "not browser and not notebooks" tests
 
 # Practice copies' notebooks re-executed at every stage of the chapter (most of the suite's time
 # before they moved here); .ci/run runs them after make test.
 stages: $(STAMP)
-	$(BIN)/python -m pytest -q -n $(WORKERS) -m "notebooks and not browser" tests
+	$(BIN)/python -m pytest -q $(NO_NBVAL) -n $(WORKERS) --dist worksteal -m "notebooks and not browser" tests
 
 # --dist loadscope keeps each notebook's cells together, in order, on one kernel.
 nbval: $(STAMP)

@@ -42,6 +42,7 @@ from pi_course import (
     TextChunk,
     fixed_transport,
     iter_sse_events,
+    payload_reading,
     sse,
 )
 from pi_course.protocol import AssistantContent
@@ -273,6 +274,11 @@ def plain_parse_json(data: str) -> object:
     raise InvalidProviderChunk("data is not valid JSON")
 
 
+def plain_only_text(payload: dict[str, object]) -> bool:
+    """``pi_course.payload_reading.only_text`` without its trick: every payload read in full."""
+    return False
+
+
 # Each trick: (what it does, where the code that uses it looks it up, the name, the plain code).
 TRICKS: dict[str, tuple[str, object, str, Callable[..., object]]] = {
     "AssistantMessage.with_content": (
@@ -286,6 +292,18 @@ TRICKS: dict[str, tuple[str, object, str, Callable[..., object]]] = {
         sse,
         "parse_json",
         plain_parse_json,
+    ),
+    "payload_reading.load_payload": (
+        "json.loads's C scanner called directly, without its Python wrapper",
+        payload_reading,
+        "load_payload",
+        json.loads,
+    ),
+    "payload_reading.only_text": (
+        "a payload holding only choice 0's text skips the rest of the given reading",
+        payload_reading,
+        "only_text",
+        plain_only_text,
     ),
 }
 

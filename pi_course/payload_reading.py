@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator, Callable
 
 from .seam import MAX_SAFE_INTEGER, InvalidProviderChunk, UsageSent
 from .stream_rules import SSEEvent
@@ -31,6 +31,7 @@ READS_IT = "strict=False, which connect() uses for real providers, reads it"  # 
 ANNOTATION_REJECTION = f"choices[0].delta must be an object (a content-filter annotation: {READS_IT})"
 # Text fields of a delta the reader ignores: their characters are counted and reported.
 IGNORED_TEXT = ("reasoning_content", "reasoning")
+TEXT_DELTA_KEYS = frozenset({"content", "role"})  # a delta that :func:`only_text` lets through
 
 
 class ProviderError(Exception):
@@ -54,6 +55,22 @@ def provider_error_message(error: object) -> str:
 
 # --- parsed once ---------------------------------------------------------------------------------
 
+# json.loads's own C scanner (json.loads = a Python wrapper around it); it keeps no state between calls.
+_scan_once: Callable[[str, int], tuple[object, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+
+
+def load_payload(data: str) -> object:
+    """``json.loads(data)``, calling its C scanner directly for a payload that starts with its value.
+
+    A speed trick (``make bench`` section 4): json.loads's Python wrapper costs about as much as
+    the scanning of a short payload. Anything else (whitespace around, not JSON) goes to json.loads.
+    """
+    try:
+        value, end = _scan_once(data, 0)
+    except StopIteration:
+        return json.loads(data)  # raises the ValueError that names the position
+    return value if end == len(data) else json.loads(data)
+
 
 class ParsedData(str):
     """An event's data that carries the object the reading parsed from it (``payload``).
@@ -70,10 +87,29 @@ def parse_json(data: str) -> object:
     if type(data) is ParsedData:
         return data.payload
     try:
-        return json.loads(data)
+        return load_payload(data)
     except ValueError:
         pass
     raise InvalidProviderChunk("data is not valid JSON")
+
+
+def only_text(payload: dict[str, object]) -> bool:
+    """A payload holding only choice 0's text, no usage, error or finish reason: nothing to read.
+
+    A speed trick (``make bench`` section 4): most payloads of a stream are this, and this check
+    costs half of :meth:`PayloadReader.read`, which would find nothing in them either.
+    """
+    if "usage" in payload or "error" in payload or "citations" in payload:
+        return False
+    choices = payload.get("choices")
+    if type(choices) is not list or len(choices) != 1 or type(choices[0]) is not dict:
+        return False
+    choice: dict[str, object] = choices[0]
+    index = choice.get("index", 0)
+    if type(index) is not int or index != 0 or choice.get("finish_reason") is not None:
+        return False
+    delta = choice.get("delta")
+    return type(delta) is dict and type(delta.get("content")) is str and delta.keys() <= TEXT_DELTA_KEYS
 
 
 def safe_integer(value: object) -> int | None:
@@ -143,11 +179,14 @@ class PayloadReader:
                     yield event if data == DONE else SSEEvent(DONE, event.event, event.id)
                     continue
                 try:
-                    payload = json.loads(data)
+                    payload = load_payload(data)
                 except ValueError:
                     yield event  # the chapter's reader says it is not JSON
                     continue
-                changed = self.read(payload) if type(payload) is dict else False
+                if type(payload) is not dict or (self.finish_reason is None and only_text(payload)):
+                    changed: bool | None = False
+                else:
+                    changed = self.read(payload)
                 if changed is None:
                     continue  # an annotation: nothing the course reads
                 text = ParsedData(json.dumps(payload, ensure_ascii=False) if changed else data)

@@ -7,9 +7,11 @@ replaced by ``[redacted]``.
 from __future__ import annotations
 
 import json
+import ssl
 from collections.abc import AsyncIterable, AsyncIterator
 from contextlib import asynccontextmanager
 from copy import copy
+from functools import cache
 from types import TracebackType
 from typing import Any
 
@@ -22,6 +24,12 @@ from .stream_rules import AbortRace, SSEEvent
 
 REDACTED = "[redacted]"
 DEFAULT_TIMEOUT = httpx.Timeout(60.0, connect=10.0)
+
+
+@cache
+def _shared_tls_context() -> ssl.SSLContext:
+    """Given: one TLS context for every transport that makes its own client (loading CAs takes ~30 ms)."""
+    return httpx.create_ssl_context()
 
 
 class ProviderTransportError(Exception):
@@ -86,7 +94,9 @@ class OpenAICompatibleTransport:
         self._usage_sent: UsageSent | None = None  # set on the view made for one model stream
         self._key = _Secret(api_key)
         self._owns_client = client is None
-        self._client = client if client is not None else httpx.AsyncClient(timeout=timeout)
+        if client is None:
+            client = httpx.AsyncClient(timeout=timeout, verify=_shared_tls_context())
+        self._client = client
 
     def __repr__(self) -> str:
         return f"OpenAICompatibleTransport(url={self.url!r}, api_key={self._key!r}, strict={self.strict!r})"

@@ -7,12 +7,11 @@ stream accumulator read the local server's bytes the same way pi_course does, bo
 from __future__ import annotations
 
 import asyncio
-import itertools
 import os
 import socket
 import subprocess
 import sys
-import time
+import threading
 from collections.abc import AsyncIterator, Iterator
 
 import httpx
@@ -35,10 +34,12 @@ from pi_course import (
     user_message,
 )
 from pi_course.chapter.fixtures import READ_TOOL
+from pi_course.chapter.wire import choice_payload, usage_payload
 from pi_course.provider.connect import connect
 from pi_course.provider.server import (
     SCRIPTS,
     LocalProvider,
+    Pause,
     recorded_models,
     recording_bytes,
     recordings_index,
@@ -93,19 +94,43 @@ async def test_mainline_end_to_end_over_loopback(provider: LocalProvider) -> Non
     assert await settle(provider) == 0
 
 
-async def test_events_are_delivered_incrementally(provider: LocalProvider) -> None:
-    arrivals: list[float] = []
+class SeenGate(Pause):
+    """A pause in a script that lasts until the client has seen the delta sent before it."""
+
+    def __init__(self) -> None:
+        object.__setattr__(self, "seen", threading.Event())
+        object.__setattr__(self, "waited_in_vain", False)
+
+    @property
+    def seconds(self) -> float:
+        # Read by the provider's thread after it wrote the delta; a client that buffered the reply
+        # would never see it, so the wait is bounded (a hang bound, far above any machine's load).
+        if not self.seen.wait(30):
+            object.__setattr__(self, "waited_in_vain", True)
+        return 0.0
+
+
+async def test_events_are_delivered_incrementally(
+    provider: LocalProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each delta must reach the client before the provider sends the next one: the provider waits
+    # for it, so the order is asserted, not a timing that a busy machine could blur.
+    pieces = ("一", "二", "三", "四", "五")
+    gates = [SeenGate() for _ in pieces]
+    steps: list[object] = []
+    for piece, gate in zip(pieces, gates, strict=True):
+        steps += [choice_payload({"content": piece}), gate]
+    steps += [choice_payload({}, "stop"), usage_payload(5, 5)]
+    monkeypatch.setitem(SCRIPTS, "gated", lambda messages: steps)
+    seen: list[str] = []
     async with OpenAICompatibleTransport(base_url=provider.base_url, api_key="local") as transport:
-        llm = OpenAICompatibleModel(provider="local", model="slow", transport=transport)
+        llm = OpenAICompatibleModel(provider="local", model="gated", transport=transport)
         async for event in llm.stream(AgentContext((user_message("数到五"),))):
             if event.type == "text_delta":
-                arrivals.append(time.monotonic())
-    # The server pauses 50 ms after each delta: a buffered reply would arrive all at once, an
-    # incremental one spreads over ~200 ms. Margins are wide so a loaded machine cannot flip it.
-    gaps = [b - a for a, b in itertools.pairwise(arrivals)]
-    assert len(arrivals) == 5
-    assert arrivals[-1] - arrivals[0] >= 0.1, gaps
-    assert sum(gap >= 0.025 for gap in gaps) >= 3, gaps
+                seen.append(event.delta)
+                gates[len(seen) - 1].seen.set()
+    assert seen == list(pieces)
+    assert [gate.waited_in_vain for gate in gates] == [False] * 5
 
 
 FAULTS = {
@@ -159,14 +184,14 @@ async def test_connect_uses_the_environment_or_falls_back_to_the_local_provider(
     )
     assert (configured.provider, configured.model) == ("api.example.invalid", "gpt-x")
     assert "sk-x" not in repr(configured.transport)
-    await configured.transport.aclose()  # type: ignore[attr-defined]
+    await configured.transport.aclose()
     with pytest.raises(ValueError, match="PI_COURSE_MODEL"):
         connect(env={"PI_COURSE_BASE_URL": "https://api.example.invalid/v1"})
 
     local = connect(env={})
     result = await local.stream(AgentContext((user_message("读取 README.md"),))).result()
     assert (local.provider, local.model, result.stop_reason) == ("pi-course-local", "mainline", "toolUse")
-    await local.transport.aclose()  # type: ignore[attr-defined]
+    await local.transport.aclose()
 
 
 # --- oracles ------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import io
 import re
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ TEMPLATE = ROOT / "pi_course" / "course" / "templates" / "LEARNING.md"
 TABLE = re.compile(r"<!-- BEGIN rules table[^\n]*-->\n(.*?)\n<!-- END rules table -->", re.DOTALL)
 
 
+@cache  # the files do not change during a run; the checks below look each one up many times
 def functions_in(file: str) -> dict[str, ast.AsyncFunctionDef | ast.FunctionDef]:
     tree = ast.parse((ROOT / "tests" / file).read_text(encoding="utf-8"))
     return {

@@ -22,6 +22,7 @@ import pi_course
 from pi_course.course import check as check_module
 from pi_course.course import inkernel
 from pi_course.course.plugin_path.pi_course_check.contract import TIMEOUT_VARIABLE
+from pi_course.course.practice import create_practice
 
 pytestmark = pytest.mark.slow  # the comparison runs the subprocess runner too
 
@@ -30,13 +31,8 @@ ROOT = Path(__file__).parents[2]
 
 @pytest.fixture(scope="module")
 def starter(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    copy = tmp_path_factory.mktemp("starter") / "lab"
-    result = subprocess.run(
-        [sys.executable, "-m", "pi_course", "practice", "05", str(copy)],
-        cwd=ROOT, capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr
-    return copy
+    # What `practice 05` makes, made in this process (test_practice runs the command itself).
+    return create_practice(tmp_path_factory.mktemp("starter") / "lab")
 
 
 def both_ways(

@@ -24,6 +24,7 @@ from learners import NAMES, apply, mistake
 from pi_course.chapter.rules import RULES
 from pi_course.course import testrun
 from pi_course.course.plugin_path.pi_course_check.contract import TIMEOUT_VARIABLE
+from pi_course.course.practice import create_practice
 
 pytestmark = pytest.mark.slow  # every test here works in a practice copy through subprocesses
 
@@ -46,10 +47,8 @@ def run(args: list[str], cwd: Path, timeout: float = 300) -> subprocess.Complete
 @pytest.fixture(scope="module")
 def starter(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One practice copy at the chapter's start; each test works on a copy of it."""
-    copy = tmp_path_factory.mktemp("starter") / "lab"
-    result = run(["-m", "pi_course", "practice", "05", str(copy)], ROOT)
-    assert result.returncode == 0, result.stderr
-    return copy
+    # What `practice 05` makes, made in this process (test_practice runs the command itself).
+    return create_practice(tmp_path_factory.mktemp("starter") / "lab")
 
 
 def learner_copy(starter: Path, into: Path, learner: str) -> Path:
