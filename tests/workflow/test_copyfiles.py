@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
 import pytest
 
-from pi_course.course.practice import learning_md
+from pi_course.course.practice import create_practice, learning_md
 from pi_course.notebook.copyfiles import CopyFileError, download_copy, reset
 
 ROOT = Path(__file__).parents[2]
@@ -19,9 +17,7 @@ ROOT = Path(__file__).parents[2]
 
 @pytest.fixture(scope="module")
 def copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    target = tmp_path_factory.mktemp("copyfiles") / "mine"
-    subprocess.run([sys.executable, "-m", "pi_course", "practice", "05", str(target)], check=True, cwd=ROOT)
-    return target
+    return create_practice(tmp_path_factory.mktemp("copyfiles") / "mine")  # what `practice 05` makes
 
 
 def test_reset_puts_back_only_the_named_file(copy: Path, capsys: pytest.CaptureFixture[str]) -> None:
