@@ -27,7 +27,9 @@ from pi_course.notebook.lesson import store_expected
 
 def execute(path: Path) -> float:
     notebook = nbformat.read(path, as_version=4)
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    # What ipykernel installs: a notebook that says otherwise opens in JupyterLab marked unsaved.
+    kernelspec = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+    notebook.metadata["kernelspec"] = kernelspec
     start = time.perf_counter()
     client = NotebookClient(
         notebook,

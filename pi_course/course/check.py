@@ -24,6 +24,7 @@ from ..chapter.rules import RULES
 from ..chapter.steps import CHAPTER_TOTAL, STEPS, Step
 from ..chapter.steps import step as step_named
 from .advice import first_thing_to_fix, next_step_lines
+from .checkpoint import tested_tree
 from .locate import check_target, course_root, practice_path_problem
 from .report import Report
 from .rulestate import count_line, rule_name, rule_results, rules_ok, table_lines
@@ -203,11 +204,33 @@ def check(
 
     This is what notebook checkpoint cells call: from Python it runs the course's focused tests
     only, unless ``beyond=True`` (the command line's default). ``verbose`` prints pytest's own
-    report first.
+    report first. It tests the practice copy the kernel's folder belongs to, whatever
+    ``pi_course`` the kernel imported, and says which tree in its first line; a step whose
+    earlier steps are not done names the first of them before anything about its own files.
     """
-    from .checkpoint import notebook_check  # the tree it tests and the steps before it
-
-    return notebook_check(step, path, beyond=beyond, verbose=verbose)
+    root, first_line = tested_tree(path)
+    print(first_line)
+    steps = steps_for(step)
+    beyond = beyond and step is None
+    before = tuple(earlier for earlier in STEPS if step is not None and earlier.number < step)
+    report = run_tests((*before, *steps), root, beyond=beyond, verbose=verbose)
+    blocking = next((earlier for earlier in before if not report.step_done(earlier)), None)
+    if report.red_light is not None or blocking is None:
+        return print_report(report, steps, beyond=beyond, verbose=verbose, compact=True).done
+    # 5.3 on a copy where 5.2 is still a stub fails for 5.2's reason: say that, with 5.2's hints,
+    # then this step's own count (its failures likely follow from the earlier step's).
+    print(f"先完成实践 {blocking.number}（{blocking.label}）：实践 {step} 用到它。{report.line(blocking)}")
+    lines = next_step_lines(report, (*before, *steps))
+    if lines:
+        print("\n".join(line for line in lines if not line.startswith("  之后还未通过")))
+    [asked] = steps
+    print(report.line(asked))
+    first = f"实践 {blocking.number}（{blocking.label}）"
+    if report.step_done(asked):
+        print(f"实践 {step}：完成（它用到的{first}还没通过）")
+        return True
+    print(f"实践 {step}：未完成——先完成{first}")
+    return False
 
 
 # --- the record -----------------------------------------------------------------------------------

@@ -173,28 +173,3 @@ def _shown(folder: Path, cwd: Path) -> str:
         return os.path.relpath(folder, cwd) if near else str(folder)
     except ValueError:  # another drive
         return str(folder)
-
-
-def notebook_check(step: str | None, path: str | Path | None, *, beyond: bool, verbose: bool) -> bool:
-    """``check()``: the copy's tests run afresh, the step before ``step`` named first when it is not done."""
-    from .check import print_report, steps_for  # check.check() calls this: imported when it runs
-    from .testrun import run_tests
-
-    root, first_line = tested_tree(path)
-    print(first_line)
-    steps = steps_for(step)
-    beyond = beyond and step is None
-    before = tuple(earlier for earlier in STEPS if step is not None and earlier.number < step)
-    report = run_tests((*before, *steps), root, beyond=beyond, verbose=verbose)
-    blocking = next((earlier for earlier in before if not report.step_done(earlier)), None)
-    if report.red_light is not None or blocking is None:
-        return print_report(report, steps, beyond=beyond, verbose=verbose, compact=True).done
-    # 5.3 on a copy where 5.2 is still a stub fails for 5.2's reason: say that, with 5.2's hints.
-    from .advice import next_step_lines
-
-    print(f"先完成实践 {blocking.number}（{blocking.label}）：实践 {step} 用到它。{report.line(blocking)}")
-    lines = next_step_lines(report, (*before, *steps))
-    if lines:
-        print("\n".join(line for line in lines if not line.startswith("  之后还未通过")))
-    print(f"实践 {step}：未完成——先完成实践 {blocking.number}（{blocking.label}）")
-    return False

@@ -22,13 +22,14 @@ import importlib
 import re
 import shutil
 import tempfile
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ..chapter.steps import FOCUSED_TEST
+from .partial_model import provider_index_slots
 
 FIRED_MARK = "confused-len-fired"
 
@@ -187,12 +188,18 @@ class AdapterState:
     state: str  # "as-written" | "broken" | "unknown"
     line: int | None = None  # 1-based line number in adapter.py
     text: str = ""
+    seen_broken: bool = False  # this kernel has read the file broken before (only then is it 已恢复)
 
     def describe(self, *, restoring: bool = False) -> str:
         """Where the file stands and what to do next; ``restoring`` for the last step, putting it back."""
         where = f"pi_course/adapter.py 第 {self.line} 行：{self.text.strip()}" if self.line else ""
-        if restoring and self.state == "as-written":
+        if restoring and self.state == "as-written" and self.seen_broken:
             return f"已恢复：{where}\n  新工具的槽位又记成 content 当时的长度。"
+        if restoring and self.state == "as-written":
+            return (
+                f"没有改坏过：{where}\n"
+                "  这个内核还没读到改坏的那一行，上面的步进器跑的是模拟。想亲手看一次，回到第二步。"
+            )
         if restoring and self.state == "broken":
             return f"还是改坏的：{where}\n  把 chunk.index 改回 len(…)，保存，再运行这一格。"
         if self.state == "as-written":
@@ -211,8 +218,31 @@ class AdapterState:
         )
 
 
+_seen_broken: set[Path] = set()  # adapter files this kernel has read in their broken state
+
+
 def adapter_state(path: Path) -> AdapterState:
     """Read ``adapter.py`` at ``path``: the tool-slot line as written, broken, or not found."""
+    found = _read_state(path)
+    if found.state == "broken":
+        _seen_broken.add(path.resolve())
+    return replace(found, seen_broken=path.resolve() in _seen_broken)
+
+
+def stepper_slots(experiment: _State, chunks: Sequence[Any], path: Path) -> dict[int, int]:
+    """The slot each Provider index was given, for ``PartialStepper(slots=…)``.
+
+    The simulation measured them; the learner's own break records the Provider index itself
+    (``content_index = chunk.index``), whether or not an event reported it before the failure.
+    """
+    if experiment.fired:
+        return experiment.slots
+    if adapter_state(path).state == "broken":
+        return provider_index_slots(chunks)
+    return {}
+
+
+def _read_state(path: Path) -> AdapterState:
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError:

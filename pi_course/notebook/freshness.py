@@ -175,10 +175,11 @@ def import_failure(error: BaseException, root: Path) -> Stale | None:
     """A cell's exception that is a lesson file failing to import (its own code, not the cell's)."""
     if isinstance(error, SyntaxError) and error.filename and _relative(error.filename, root, 0):
         return import_error(error, root)
+    lesson = {f"pi_course/{name}.py" for name in (*LESSON, "__init__")}
     importing = [
         frame
         for frame in traceback.extract_tb(error.__traceback__)
-        if frame.name == "<module>" and _relative(frame.filename, root, 0)
+        if frame.name == "<module>" and (_relative(frame.filename, root, 0) or ("", 0))[0] in lesson
     ]
     return import_error(error, root) if importing else None
 

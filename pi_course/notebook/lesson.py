@@ -335,7 +335,8 @@ def _handler(
         _show_problem(value.problem, _session.source, shell)
         return None
     root = _lesson_root()
-    broken = freshness.import_failure(value, root) if root is not None else None
+    not_yet = missing_step(value) is not None  # 5.1's types not written yet: a step, not a typo
+    broken = freshness.import_failure(value, root) if root is not None and not not_yet else None
     if broken is not None:  # a lesson file that does not import: its line first, the traceback folded
         value = CellStopped(broken)
     if isinstance(value, CellStopped):  # one line; Run All stops here (the cells after would mislead)

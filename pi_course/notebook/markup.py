@@ -137,6 +137,22 @@ def table(widths: Sequence[str], head: Sequence[str], rows: Sequence[str], css: 
     return f"<table{cls}><colgroup>{cols}</colgroup>{header}{''.join(rows)}</table>"
 
 
+FOLD_AFTER = 4  # rows a static table shows before folding the rest (one viewport, untrusted too)
+
+
+def folded_table(
+    widths: Sequence[str], head: Sequence[str], rows: Sequence[str], css: str = "", shown: int = FOLD_AFTER
+) -> str:
+    """:func:`table` with the rows after the first ``shown`` folded in a ``<details>`` (the sanitizer
+    of an untrusted notebook keeps it), so the table stays within one screen until opened."""
+    if len(rows) <= shown + 1:  # folding one row saves nothing
+        return table(widths, head, rows, css)
+    rest = len(rows) - shown
+    hidden = table(widths, head, rows[shown:], css)
+    folded = f"<details><summary>其余 {rest} 行（点开）</summary>{hidden}</details>"
+    return table(widths, head, rows[:shown], css) + folded
+
+
 def aligned(fragment: str) -> str:
     """Inline layout for the static tables: an untrusted notebook drops ``<style>`` but keeps these."""
     fragment = fragment.replace("<table", '<table style="table-layout:fixed;width:100%"')

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .markup import CHANGED, CURRENT, MISSING, badge, esc, live_pages, note, str_box, table
+from .markup import CHANGED, CURRENT, MISSING, badge, esc, folded_table, live_pages, note, str_box, table
 from .partial_model import (
     Block,
     ChunkRecord,
@@ -342,7 +342,7 @@ def _unread_note(unread: Sequence[int]) -> str:
 
 def _content_heading(step: PartialStep) -> str:
     where = "最终 content" if step.event is not None and step.event.terminal else "partial.content"
-    return f"<h4>{where}（改变的槽位高亮）</h4>"
+    return f"<h4>{where}（◀ 标出改变的槽位）</h4>"
 
 
 def _sections(step: PartialStep) -> list[str]:
@@ -374,7 +374,7 @@ def partial_static(steps: Sequence[PartialStep], unread: Sequence[int]) -> str:
         for step in steps
     ]
     head = ("步", "读到的 ProviderChunk", "发出的事件", "这一步改变了什么（◀ 改变的槽位）")
-    listing = table(("3.2em", "31%", "29%", ""), head, rows, "pi-static-table")
+    listing = folded_table(("3.2em", "31%", "29%", ""), head, rows, "pi-static-table")
     if not steps:
         return listing
     last = steps[-1]

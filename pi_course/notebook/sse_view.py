@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..chapter import steps as chapter_steps
-from .markup import CURRENT, MISSING, badge, esc, live_pages, note, table
+from .markup import CURRENT, MISSING, badge, esc, folded_table, live_pages, note, table
 from .sse_model import DecoderFailure, ReadStep
 
 
@@ -234,7 +234,7 @@ def sse_static(steps: Sequence[ReadStep], failure: DecoderFailure | None) -> str
         )
     head = ("读取", "本次读到（↵ = \\n）", "读完之后：取出的行、分发的 payload（长的只留头尾）、留在缓冲区")
     stop = failure_html(failure) if failure is not None else ""
-    return table(("6.4em", "50%", ""), head, rows, "pi-static-table") + stop + note(SSE_LEGEND)
+    return folded_table(("6.4em", "50%", ""), head, rows, "pi-static-table") + stop + note(SSE_LEGEND)
 
 
 def sse_lines(steps: Sequence[ReadStep], failure: DecoderFailure | None) -> list[str]:

@@ -127,7 +127,9 @@ RUN_ALL = """async () => {
   while (panel.sessionContext.session?.kernel?.status !== 'idle' && Date.now() < deadline) {
     await new Promise(resolve => setTimeout(resolve, 100));
   }
+  const started = Date.now();
   await app.commands.execute('notebook:run-all-cells');
+  const seconds = (Date.now() - started) / 1000;
   const errors = [], unrun = [];
   const cells = panel.content.model.cells;
   for (let i = 0; i < cells.length; i++) {
@@ -138,7 +140,7 @@ RUN_ALL = """async () => {
       if (output.output_type === 'error') errors.push(`cell ${i}: ${output.ename}: ${output.evalue}`);
     }
   }
-  return {errors, unrun, count: cells.length};
+  return {errors, unrun, count: cells.length, seconds};
 }"""
 
 # WCAG contrast of every visible highlighted cell: colours resolved by a canvas, so any CSS colour

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from lab_server import jupyter_lab, lab_environment
+from test_browser import RUN_ALL
 
 pytestmark = pytest.mark.browser
 
@@ -83,3 +85,142 @@ def test_saved_diagrams_are_drawn_as_images_in_an_untrusted_notebook(
                 page.close()
         finally:
             browser.close()
+
+
+# --- every notebook as a learner first sees it: untrusted, light and dark; a copy mid-way 5.1 -----
+
+VIEWPORT = {"width": 1400, "height": 1000}
+NOTEBOOKS = sorted(path.name for path in (ROOT / "notebooks").glob("*.ipynb"))
+PRACTICE = (
+    "05-1-outbound.ipynb",
+    "05-2-state-machine.ipynb",
+    "05-3-sse.ipynb",
+    "05-4-http-and-redaction.ipynb",
+)
+
+# Heights of the outputs a reader scrolls past: the static stepper tables and the 预期输出 boxes.
+HEIGHTS = """() => [...document.querySelectorAll('.jp-OutputArea-output')]
+  .filter(o => o.querySelector('.pi-static') || o.textContent.includes('预期输出（参考实现的真实输出）'))
+  .map(o => ({height: Math.round(o.getBoundingClientRect().height), text: o.textContent.slice(0, 60)}))"""
+
+
+@pytest.fixture(scope="module")
+def seen(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, Path]]:
+    """JupyterLab over untrusted copies of every notebook and a practice copy with half of 5.1 written."""
+    import subprocess
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tests" / "workflow"))
+    from test_stages import apply_steps
+
+    home = tmp_path_factory.mktemp("seen")
+    shutil.copytree(ROOT / "notebooks", home / "notebooks")
+    for name in ("pi_course", "tests"):
+        (home / name).symlink_to(ROOT / name)
+    copy = home / "practice"
+    made = subprocess.run(
+        [sys.executable, "-m", "pi_course", "practice", "05", str(copy)], capture_output=True, text=True
+    )
+    assert made.returncode == 0, made.stderr
+    apply_steps(copy, "bo", ("5.1",))  # then take back outbound.py: protocol done, the wire not yet
+    starter = subprocess.run(
+        [sys.executable, "-m", "pi_course", "practice", "05", str(home / "starter")], capture_output=True
+    )
+    assert starter.returncode == 0
+    shutil.copyfile(home / "starter" / "pi_course" / "outbound.py", copy / "pi_course" / "outbound.py")
+    settings = home / "settings"
+    tracker = settings / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
+    tracker.parent.mkdir(parents=True)
+    tracker.write_text('{"windowingMode": "none"}')  # every cell in the DOM, as a learner scrolls
+    notification = settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
+    notification.parent.mkdir(parents=True)
+    notification.write_text('{"fetchNews": "false", "checkForUpdates": false}')
+    env = lab_environment(home, settings)  # no signatures: every notebook is untrusted
+    with jupyter_lab(home, env) as server:
+        server.wait_until_up()
+        yield server.base, server.token, home
+
+
+@contextmanager
+def _chromium() -> Iterator[object]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu", "--no-first-run"]
+        )
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def _open(browser: object, base: str, token: str, path: str, workspace: str, dark: bool) -> object:
+    page = browser.new_page(viewport=VIEWPORT)  # type: ignore[attr-defined]
+    page.set_default_timeout(60_000)
+    page.goto(f"{base}/lab/workspaces/{workspace}/tree/{path}?reset&token={token}")
+    try:
+        page.locator(".jp-Notebook").first.wait_for()
+    except Exception:
+        page.screenshot(path=str(SCREENSHOTS / f"{workspace}-failed-to-open.png"))
+        raise
+    page.wait_for_function("() => window.jupyterapp && window.jupyterapp.commands")
+    theme = "JupyterLab Dark" if dark else "JupyterLab Light"
+    page.evaluate("t => window.jupyterapp.commands.execute('apputils:change-theme', {theme: t})", theme)
+    page.wait_for_function("dark => document.body.dataset.jpThemeLight === String(!dark)", arg=dark)
+    return page
+
+
+def _shots(page: object, stem: str) -> None:
+    """The top of the notebook, then each tall output, each on its own screenshot."""
+    page.screenshot(path=str(SCREENSHOTS / f"{stem}-top.png"))  # type: ignore[attr-defined]
+    outputs = page.locator(".jp-OutputArea-output:has(.pi-static)")  # type: ignore[attr-defined]
+    for number in range(outputs.count()):
+        outputs.nth(number).scroll_into_view_if_needed()
+        page.screenshot(path=str(SCREENSHOTS / f"{stem}-table-{number + 1}.png"))  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_untrusted_static_tables_fit_one_screen(seen: tuple[str, str, Path], theme: str) -> None:
+    base, token, _ = seen
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    tall = []
+    with _chromium() as browser:
+        for name in NOTEBOOKS:
+            stem = f"seen-{name.removesuffix('.ipynb')}-untrusted-{theme}"
+            page = _open(browser, base, token, f"notebooks/{name}", stem, theme == "dark")
+            page.wait_for_timeout(500)
+            heights = page.evaluate(HEIGHTS)
+            tall += [(name, found) for found in heights if found["height"] > VIEWPORT["height"] - 100]
+            _shots(page, stem)
+            page.close()
+    assert not tall, tall
+
+
+def test_a_practice_copy_mid_way_5_1_runs_every_notebook_without_an_error(
+    seen: tuple[str, str, Path],
+) -> None:
+    base, token, _ = seen
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    problems, seconds = [], {}
+    with _chromium() as browser:
+        for name in NOTEBOOKS:
+            stem = f"seen-practice-half-51-{name.removesuffix('.ipynb')}"
+            page = _open(browser, base, token, f"practice/notebooks/{name}", stem, False)
+            result = page.evaluate(RUN_ALL)
+            seconds[name] = result["seconds"]
+            problems += [f"{name} {error}" for error in result["errors"]]
+            text = page.locator(".jp-Notebook").inner_text()
+            for bad in ("Traceback", "RuntimeWarning", "can't start new thread"):
+                if bad in text:
+                    problems.append(f"{name}: {bad}")
+            heights = page.evaluate(HEIGHTS)
+            problems += [
+                f"{name}: {found}" for found in heights if found["height"] > VIEWPORT["height"] - 100
+            ]
+            if name in PRACTICE and "先完成实践 5.1" not in text:
+                problems.append(f"{name}: no cell names 5.1")
+            _shots(page, stem)
+            page.close()
+    print("Run All seconds, practice copy mid-way 5.1:", seconds)
+    assert not problems, problems

@@ -56,6 +56,7 @@ def test_the_series_is_complete() -> None:
 def test_executed_top_to_bottom_without_errors(path: Path) -> None:
     notebook = json.loads(path.read_text(encoding="utf-8"))
     assert notebook["metadata"]["kernelspec"]["name"] == "python3"
+    assert notebook["metadata"]["kernelspec"]["display_name"] == "Python 3 (ipykernel)"  # as installed
     code = [cell for cell in notebook["cells"] if cell["cell_type"] == "code"]
     assert [cell["execution_count"] for cell in code] == list(range(1, len(code) + 1))
     outputs = [output for cell in code for output in cell["outputs"]]
@@ -187,3 +188,30 @@ def test_expected_outputs_for_practice_copies_match_the_stored_outputs(path: Pat
         assert stored == (expected_outputs(cell["outputs"]) or None), (
             f"{path.name}: re-run tools/run_notebooks.py"
         )
+
+
+def test_one_provider_count_everywhere_as_the_recordings_index_says() -> None:
+    from pi_course.provider.corpus import summary
+
+    counted = re.search(r"来自 (\d+) 个 Provider", summary())
+    assert counted is not None
+    overview = "".join(source(cell) for cell in cells(ALL[0]) if cell["cell_type"] == "markdown")
+    said = re.findall(r"(\d+) (?:个|家)真实 Provider", overview)
+    assert said == [counted[1]], (said, counted[1])
+
+
+@pytest.mark.parametrize("path", ALL, ids=lambda path: path.stem)
+def test_no_answer_is_stored_under_an_unwritten_prediction(path: Path) -> None:
+    """A cell whose prediction is still ``...`` shows the request for one, and nothing after it."""
+    for cell in cells(path):
+        if cell["cell_type"] != "code" or not re.search(r"^predicted_\w+ = \.\.\.$", source(cell), re.M):
+            continue
+        printed = "".join("".join(output.get("text", "")) for output in cell["outputs"])
+        assert printed.startswith("先把 ... 换成你的预测"), (path.name, printed)
+        assert printed.count("\n") == 1, (path.name, printed)  # the answer waits
+
+
+@pytest.mark.parametrize("path", ALL, ids=lambda path: path.stem)
+def test_prose_names_the_current_modules(path: Path) -> None:
+    text = "".join(source(cell) for cell in cells(path))
+    assert "pi_course/given.py" not in text and "pi_course/reading.py" not in text

@@ -233,7 +233,7 @@ def test_adapter_state_finds_the_tool_slot_line_as_written_broken_and_restored(t
     as_written = breakit.adapter_state(ROOT / "pi_course" / "adapter.py")
     assert as_written.state == "as-written" and "len(content)" in as_written.text
     assert "把这里的 len(…) 改成 chunk.index" in as_written.describe()
-    assert as_written.describe(restoring=True).startswith("已恢复：pi_course/adapter.py 第")
+    assert as_written.describe(restoring=True).startswith("没有改坏过：pi_course/adapter.py 第")
     edited = tmp_path / "adapter.py"
     lines = reference.splitlines(keepends=True)
     assert as_written.line is not None
@@ -242,6 +242,10 @@ def test_adapter_state_finds_the_tool_slot_line_as_written_broken_and_restored(t
     broken = breakit.adapter_state(edited)
     assert (broken.state, broken.line) == ("broken", as_written.line)
     assert broken.describe(restoring=True).startswith("还是改坏的：")
+    edited.write_text(reference, encoding="utf-8")  # put back after this kernel saw it broken
+    assert (
+        breakit.adapter_state(edited).describe(restoring=True).startswith("已恢复：pi_course/adapter.py 第")
+    )
     edited.write_text('raise NotImplementedError("Lab 5.2")\n', encoding="utf-8")
     assert breakit.adapter_state(edited).state == "unknown"
     assert breakit.adapter_state(tmp_path / "missing.py").state == "unknown"

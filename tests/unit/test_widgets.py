@@ -198,9 +198,10 @@ async def test_partial_text_lists_every_step_deterministically() -> None:
 async def test_the_static_table_lists_every_step_with_only_what_it_changed() -> None:
     stepper = PartialStepper(DIAGNOSTIC_4_2_CHUNKS, await run(DIAGNOSTIC_4_2_CHUNKS), "4/2")
     static = stepper._repr_html_()
-    table = static[static.index("<table") : static.index("</table>")]
+    table = static[static.index("<table") : static.index("<h4>第 ")]  # the first rows and the folded rest
     steps = [row.split("</tr>")[0] for row in table.split('<tr class="pi-row">')[1:]]
     assert len(steps) == 11 and all(len(cells(row)) == 4 for row in steps)
+    assert "<details><summary>其余 7 行" in table  # one screen until opened
     assert "table-layout:fixed" in table and "<colgroup>" in table
     aligned = '<td style="text-align:left;vertical-align:top;overflow-wrap:break-word"'
     assert static.count("<td") == static.count(aligned)  # an untrusted notebook keeps these
@@ -212,7 +213,7 @@ async def test_the_static_table_lists_every_step_with_only_what_it_changed() -> 
     assert "记下 finish：tool_calls" in cells(steps[7])[3]
     assert "已解析" in cells(steps[8])[3] and "最终 content：3 个槽位" in cells(steps[10])[3]
     # below the table, once: the state after the last step
-    final = static[static.index("</table>") :]
+    final = static[static.index("<h4>第 ") :]
     assert "第 10 步之后" in final and "最终 content" in final
     slots = rows(final[final.index("最终 content") :])
     assert [cells(row)[1].split(" ")[0] for row in slots] == ["toolCall", "text", "toolCall"]

@@ -97,6 +97,7 @@ def test_with_only_5_1_done_later_checkpoints_name_5_2_first(starter: Path, tmp_
         hint_files = [line for line in lines if "sse.py" in line or "transport.py" in line]
         assert not hint_files, printed  # nothing about this step's own files before 5.2 is done
         assert lines[-1].startswith(f"实践 {step}：未完成——先完成实践 5.2"), printed
+        assert lines[-2].endswith("未通过"), printed  # this step's own count, after 5.2's reason
 
 
 def test_a_finished_copy_passes_each_checkpoint_cell_alone(starter: Path, tmp_path: Path) -> None:
@@ -201,5 +202,58 @@ def test_a_lesson_file_that_does_not_import_is_one_line_first(starter: Path, tmp
         assert len([line for line in lines if line.startswith("Traceback")]) == 0  # folded: HTML only
         later(outbound, source)  # fixed: the cell runs again, no restart needed
         assert "pi_course/outbound.py" not in kernel.run(user)
+    finally:
+        kernel.stop()
+
+
+def test_05_5_shows_the_learners_own_break_and_says_restored_only_after_one(
+    starter: Path, tmp_path: Path
+) -> None:
+    copy = stage(starter, tmp_path, "ada", ("5.1", "5.2", "5.3", "5.4"))
+    cells = code_cells(copy, "05-5-break-it")
+    stepper = next(cell for cell in cells if "PartialStepper(" in cell)
+    restore = next(cell for cell in cells if "restoring=True" in cell)
+    adapter = copy / "pi_course" / "adapter.py"
+    source = adapter.read_text(encoding="utf-8")
+    kernel = Kernel(copy / "notebooks")
+    try:
+        for cell in cells[:2]:
+            kernel.run(cell)
+        simulated = kernel.run(stepper)
+        assert "模拟那一处改动" in simulated and "[4] 不存在" in simulated, simulated
+        assert kernel.run(restore).startswith("没有改坏过："), "nothing was broken: not 已恢复"
+        later(adapter, source.replace('"slot": len(self.content)}', '"slot": chunk.index}'))
+        own = kernel.run(stepper)
+        assert "你的 adapter.py 本身" in own, own
+        assert "[4] 不存在" in own and "#4" in own and "—" not in own.split("tool_buffers", 1)[1], own
+        assert "call-4" not in own  # ada's adapter makes up no placeholder id
+        later(adapter, source)
+        assert kernel.run(restore).startswith("已恢复：")
+    finally:
+        kernel.stop()
+
+
+def test_an_exercise_edit_without_a_prediction_shows_no_answer_and_with_one_compares(tmp_path: Path) -> None:
+    """05-2 exercise 2 as a learner does it: the edit first (prediction left ...), then the prediction."""
+    cells = code_cells(ROOT, "05-2-state-machine")
+    exercise = next(cell for cell in cells if "predicted_end = ..." in cell)
+    edited = exercise.replace(
+        """ToolChunk(2, arguments_delta='"pi"}')""", """ToolChunk(2, arguments_delta='"pi"}}')"""
+    )
+    assert edited != exercise
+    kernel = Kernel(ROOT / "notebooks")
+    try:
+        for cell in cells[: cells.index(exercise)]:
+            kernel.run(cell)
+        printed = kernel.run(edited)
+        assert printed.startswith("先把 ... 换成你的预测") and printed.count("\n") == 1, printed
+        assert "error" not in printed and "done" not in printed
+        compared = kernel.run(edited.replace("predicted_end = ...", 'predicted_end = "done"'))
+        assert compared.splitlines()[:3] == [
+            "你的预测：'done'",
+            "实际结果：'error'",
+            compared.splitlines()[2],
+        ]
+        assert compared.splitlines()[2].startswith("✗ 不一样"), compared
     finally:
         kernel.stop()
