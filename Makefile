@@ -90,7 +90,8 @@ dist: $(STAMP)
 lite: $(STAMP)
 	$(BIN)/python tools/build_lite.py
 
-# Builds the site, then drives it in Chromium with every host but loopback unresolvable.
+# Builds the site, then drives it in Chromium with every host but loopback unresolvable; prints the
+# figures (build/lite-bench.json: cold start, each notebook's Run All, reference vs practice).
 lite-test: lite
 	$(BIN)/python -m pytest -q -m lite -p no:randomly tests/browser/test_lite.py
 	@cat build/lite-bench.json
