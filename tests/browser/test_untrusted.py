@@ -222,5 +222,15 @@ def test_a_practice_copy_mid_way_5_1_runs_every_notebook_without_an_error(
                 problems.append(f"{name}: no cell names 5.1")
             _shots(page, stem)
             page.close()
+    with _chromium() as browser:  # the same notebooks in the clone, for comparison
+        reference = {}
+        for name in NOTEBOOKS:
+            stem = f"seen-reference-run-{name.removesuffix('.ipynb')}"
+            page = _open(browser, base, token, f"notebooks/{name}", stem, False)
+            result = page.evaluate(RUN_ALL)
+            reference[name] = result["seconds"]
+            problems += [f"reference {name} {error}" for error in result["errors"]]
+            page.close()
+    print("Run All seconds, reference:", reference)
     print("Run All seconds, practice copy mid-way 5.1:", seconds)
     assert not problems, problems

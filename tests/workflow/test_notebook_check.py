@@ -257,3 +257,19 @@ def test_an_exercise_edit_without_a_prediction_shows_no_answer_and_with_one_comp
         assert compared.splitlines()[2].startswith("✗ 不一样"), compared
     finally:
         kernel.stop()
+
+
+def test_the_first_cell_run_after_the_checkpoint_cell_still_loads_the_copys_files(
+    starter: Path, tmp_path: Path
+) -> None:
+    """The checkpoint cell first imports the installed pi_course; the first cell then puts the copy's in."""
+    copy = stage(starter, tmp_path, "ada", ())
+    cells = code_cells(copy, NOTEBOOKS["5.1"])
+    kernel = Kernel(copy / "notebooks")
+    try:
+        assert "未完成" in kernel.run(checkpoint_cells(copy, NOTEBOOKS["5.1"])[0])
+        kernel.run(cells[0])
+        assert kernel.run("print(pi_course.__file__)").strip() == str(copy / "pi_course" / "__init__.py")
+        assert kernel.run(cells[1]).startswith("需要先完成实践 5.1")  # the copy's stubs, not the reference
+    finally:
+        kernel.stop()
