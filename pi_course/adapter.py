@@ -167,7 +167,8 @@ class OpenAICompatibleModel:
                             buffer = tool_buffers.get(index)
                             if buffer is None:
                                 # The next free content slot, not the provider's index.
-                                buffer = ToolBuffer(f"call-{index}", "", "", len(content))
+                                slot = len(content)
+                                buffer = ToolBuffer(chunk.id or f"call-{index}", chunk.name or "", "", slot)
                                 tool_buffers[index] = buffer
                                 content.append(buffer.streaming_call())
                             buffer.id = chunk.id or buffer.id

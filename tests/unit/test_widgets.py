@@ -163,10 +163,13 @@ async def test_05_5s_run_of_the_reference_adapter_names_slot_4_while_content_has
     assert "没有哪个事件报告过这个槽位" in section(page, "tool_buffers")
     content = section(page, "最终 content")
     assert [(CHANGED in row, MISSING in row) for row in rows(content)] == [(True, False), (False, True)]
-    placeholder, missing = rows(content)
-    assert "0 ◀ 新增" in placeholder and "call-4" in placeholder and "是 adapter 自己起的" in placeholder
+    new, missing = rows(content)
+    # The slot the broken line added holds the chunk's own id and name: nothing of the reference's.
+    assert (
+        "0 ◀ 新增" in new and "call-read" in new and "call-4" not in new and "是 adapter 自己起的" not in new
+    )
     assert "content[4] 不存在：tool_buffers 给 index 4 记的槽位是 4，可 content 只有 1 个槽位" in missing
-    assert "call-4（id 不来自任何 chunk）" in stepper.lines[1]
+    assert "[0] toolCall call-read" in stepper.lines[1] and "call-4" not in stepper.lines[1]
     assert "#4)" in stepper.lines[1] and "[4] 不存在（content 只有 1 个槽位）" in stepper.lines[1]
     # Two steps: the line about the unread chunks is not a step.
     assert repr(stepper).splitlines()[0] == "05-5 · 2 步" and len(repr(stepper).splitlines()) == 4
