@@ -34,6 +34,18 @@ def lab_environment(home: Path, settings: Path | None = None) -> dict[str, str]:
     }
 
 
+def learner_settings(home: Path) -> Path:
+    """JupyterLab settings as a learner scrolls (every cell in the DOM) and with no news toast."""
+    settings = home / "settings"
+    tracker = settings / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
+    tracker.parent.mkdir(parents=True)
+    tracker.write_text('{"windowingMode": "none"}')
+    notification = settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
+    notification.parent.mkdir(parents=True)
+    notification.write_text('{"fetchNews": "false", "checkForUpdates": false}')
+    return settings
+
+
 @dataclass
 class LabServer:
     base: str

@@ -25,7 +25,7 @@ from typing import Any
 import httpx
 import nbformat
 import pytest
-from lab_server import jupyter_lab, lab_environment
+from lab_server import jupyter_lab, lab_environment, learner_settings
 
 pytestmark = pytest.mark.browser
 
@@ -65,13 +65,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     for entry in ROOT.iterdir():
         if entry.name not in SKIP:
             (home / entry.name).symlink_to(entry)
-    settings = home / "settings"
-    tracker = settings / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
-    tracker.parent.mkdir(parents=True)
-    tracker.write_text('{"windowingMode": "none"}')  # every cell in the DOM, as a learner scrolls
-    notification = settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
-    notification.parent.mkdir(parents=True)
-    notification.write_text('{"fetchNews": "false", "checkForUpdates": false}')  # no news toast
+    settings = learner_settings(home)
     env = lab_environment(home, settings)  # its data folder holds the signatures `jupyter trust` writes
     with jupyter_lab(home, env, "--LabApp.extension_manager=readonly") as server:
         # While the server starts: an executed notebook with saved widget state, signed, and a copy

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from lab_server import jupyter_lab, lab_environment
+from lab_server import jupyter_lab, lab_environment, learner_settings
 from test_browser import RUN_ALL
 
 pytestmark = pytest.mark.browser
@@ -128,13 +128,7 @@ def seen(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, P
     )
     assert starter.returncode == 0
     shutil.copyfile(home / "starter" / "pi_course" / "outbound.py", copy / "pi_course" / "outbound.py")
-    settings = home / "settings"
-    tracker = settings / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
-    tracker.parent.mkdir(parents=True)
-    tracker.write_text('{"windowingMode": "none"}')  # every cell in the DOM, as a learner scrolls
-    notification = settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
-    notification.parent.mkdir(parents=True)
-    notification.write_text('{"fetchNews": "false", "checkForUpdates": false}')
+    settings = learner_settings(home)
     env = lab_environment(home, settings)  # no signatures: every notebook is untrusted
     with jupyter_lab(home, env) as server:
         server.wait_until_up()
