@@ -32,7 +32,7 @@ from typing import Any
 
 import pytest
 import yaml
-from learners import apply, mistake
+from learners import apply, copy_of, mistake
 
 from pi_course.chapter.steps import CHAPTER_TOTAL, STEPS
 from pi_course.course import grade as grading
@@ -452,11 +452,7 @@ def build_class(root: Path) -> Path:
     course.mkdir()
 
     def learner(name: str, solution: str | None) -> Path:
-        copy = course / name
-        shutil.copytree(starter, copy)
-        if solution is not None:
-            apply(copy, solution)
-        return copy
+        return copy_of(starter, course / name, solution)
 
     learner("fresh", None)
     learner("ada", "ada")

@@ -24,7 +24,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from learners import apply, mistake
+from learners import copy_of, mistake
 
 from pi_course.course.grade.sandbox import choose
 
@@ -133,11 +133,7 @@ def test_a_hostile_class_is_graded_right_and_reaches_nothing(tmp_path: Path) -> 
     course.mkdir()
 
     def learner(name: str, solution: str | None) -> Path:
-        copy = course / name
-        shutil.copytree(starter, copy)
-        if solution is not None:
-            apply(copy, solution)
-        return copy
+        return copy_of(starter, course / name, solution)
 
     learner("honest", "ada")
     cheat = learner("conftest-cheat", None)

@@ -18,6 +18,7 @@ textual replacement that must match exactly once.
 from __future__ import annotations
 
 import ast
+import shutil
 import textwrap
 from pathlib import Path
 
@@ -92,6 +93,14 @@ def apply(copy: Path, learner: str) -> None:
         target.write_text(
             merge(target.read_text(encoding="utf-8"), path.read_text(encoding="utf-8")), encoding="utf-8"
         )
+
+
+def copy_of(starter: Path, copy: Path, learner: str | None) -> Path:
+    """A copy of the practice copy ``starter`` at ``copy``, with ``learner``'s code when one is named."""
+    shutil.copytree(starter, copy)
+    if learner is not None:
+        apply(copy, learner)
+    return copy
 
 
 def mistake(copy: Path, module: str, correct: str, wrong: str) -> None:
