@@ -128,7 +128,9 @@ class OpenAICompatibleModel:
             one_stream.transport = self.transport.reporting_to(sent)
         else:
             one_stream.transport = _UsageFromErrors(self.transport, sent)
-        return ModelStream(_keep_usage(one_stream._events(context, signal), sent))
+        return ModelStream(
+            one_stream._events(context, signal), on_error=lambda event: _keep_usage(sent, event)
+        )
 
     async def _events(self, context: AgentContext, signal: AbortSignal | None) -> AsyncIterator[ModelEvent]:
         """Lab 5.2: The state machine: ProviderChunks in, snapshot events out, one terminal event."""
@@ -240,15 +242,11 @@ class _UsageFromErrors:
             await aclose_iterator(chunks)
 
 
-async def _keep_usage(events: AsyncIterator[ModelEvent], sent: UsageSent) -> AsyncIterator[ModelEvent]:
-    """Hand on the events; an error built without usage gets the usage the provider sent."""
-    try:
-        async for event in events:
-            if type(event) is ErrorEvent and event.error.usage == EMPTY_USAGE and sent.counts:
-                event = ErrorEvent(event.reason, replace(event.error, usage=_normalized(sent.usage())))
-            yield event
-    finally:
-        await aclose_iterator(events)
+def _keep_usage(sent: UsageSent, event: ErrorEvent) -> ErrorEvent:
+    """An error built without usage gets the usage the provider sent."""
+    if event.error.usage == EMPTY_USAGE and sent.counts:
+        return ErrorEvent(event.reason, replace(event.error, usage=_normalized(sent.usage())))
+    return event
 
 
 def _normalized(usage: Usage | None) -> Usage:

@@ -263,20 +263,27 @@ async def read_provider_chunks(events: AsyncIterable[SSEEvent]) -> AsyncIterator
     # END LAB 5.3
 
 
-async def iter_provider_chunks(
+def iter_provider_chunks(
     events: AsyncIterable[SSEEvent], *, strict: bool = True, usage_sent: UsageSent | None = None
 ) -> AsyncIterator[ProviderChunk]:
     """Given: :func:`read_provider_chunks` after the given reading of each payload (``payload_reading``).
 
-    An exception out of it carries the usage the provider had sent (``seam.usage_sent_by``).
+    The reader notes the usage the provider sends in ``usage_sent``; without one, an exception out
+    of the chunks carries it instead (``seam.usage_sent_by``).
     """
     reader = PayloadReader(read_quirks=not strict, usage_sent=usage_sent)
     chunks = read_provider_chunks(reader.events(events))
+    return chunks if usage_sent is not None else _carrying_usage(chunks, reader.usage_sent)
+
+
+async def _carrying_usage(
+    chunks: AsyncIterator[ProviderChunk], sent: UsageSent
+) -> AsyncIterator[ProviderChunk]:
     try:
         async for chunk in chunks:
             yield chunk
     except Exception as error:
-        carry_usage_sent(error, reader.usage_sent)
+        carry_usage_sent(error, sent)
         raise
     finally:
         await aclose_iterator(chunks)
