@@ -507,7 +507,7 @@ def test_a_loop_in_feed_is_not_blamed_on_the_abort_race(completed: Path, tmp_pat
     junit = tmp_path / "junit.xml"
     subprocess.run(
         [sys.executable, "-m", "pytest", "tests/test_05_provider_adapter.py", "-q", "-p", "no:cacheprovider",
-         "-p", PLUGIN, "-o", "addopts=", "-k", "sse", f"--junitxml={junit}"],
+         "-p", PLUGIN, "-p", "no:nbval", "-o", "addopts=", "-k", "sse", f"--junitxml={junit}"],
         cwd=completed,
         env={**os.environ, "PYTHONPATH": f"{testrun.PLUGIN_PATH}{os.pathsep}{completed}", TIMEOUT_VARIABLE: "1"},
         capture_output=True, text=True, timeout=60, check=False,
