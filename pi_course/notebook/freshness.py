@@ -132,33 +132,6 @@ def autoreloader(shell: Any) -> Any:
     return getattr(magics, "_reloader", None)
 
 
-# The course's own subpackages: a learner never edits them.
-TOOLING = tuple(f"pi_course.{name}" for name in ("chapter", "course", "notebook", "provider"))
-
-
-class SkippedModules(set[str]):
-    """autoreload's ``skip_modules`` that also holds every module of the course's own subpackages.
-
-    ``%autoreload 2`` stats the file of every imported module before each cell; in the browser each
-    stat of a practice copy's file is a round trip to the browser's storage, and the subpackages are
-    most of the copy's modules. ``%aimport -name`` skips one name; these are skipped by prefix.
-    """
-
-    def __contains__(self, name: object) -> bool:
-        if isinstance(name, str) and (name in TOOLING or name.startswith(_TOOLING_PREFIXES)):
-            return True
-        return super().__contains__(name)
-
-
-_TOOLING_PREFIXES = tuple(f"{package}." for package in TOOLING)
-
-
-def watch_lesson_only(reloader: Any) -> None:
-    """Let autoreload look only at the lesson's files (see :class:`SkippedModules`)."""
-    if not isinstance(reloader.skip_modules, SkippedModules):
-        reloader.skip_modules = SkippedModules(reloader.skip_modules)
-
-
 def fresh_import_error(root: Path) -> Stale | None:
     """Import the copy's ``pi_course`` afresh (a new module tree, then the kernel's is put back)."""
     from ..course.inkernel import tree_first

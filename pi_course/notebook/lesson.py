@@ -269,7 +269,6 @@ def begin() -> None:
     reloader = freshness.autoreloader(shell)
     if reloader is not None:
         reloader.hide_errors = True  # a failed reload is said in one line before the cell, not 35
-        freshness.watch_lesson_only(reloader)
     shell.ast_transformers[:] = [t for t in shell.ast_transformers if not isinstance(t, _StopStaleCell)]
     shell.ast_transformers.append(_StopStaleCell())
 
