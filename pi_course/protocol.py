@@ -8,6 +8,7 @@ so the chapter's ``structuredClone`` is not needed.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -44,10 +45,7 @@ def _writes_its_dict(cls: type[T]) -> type[T]:
     body = "".join(f"    d[{name!r}] = {name}\n" for name in names)
     namespace: dict[str, Any] = {}
     exec(f"def __init__(self, {params}):\n    d = self.__dict__\n{body}", defaults, namespace)
-    init = namespace["__init__"]
-    init.__qualname__ = f"{cls.__qualname__}.__init__"
-    init.__wrapped__ = cls.__init__
-    setattr(cls, "__init__", init)  # noqa: B010
+    setattr(cls, "__init__", functools.update_wrapper(namespace["__init__"], cls.__init__))  # noqa: B010
     return cls
 
 
