@@ -32,7 +32,7 @@ from typing import Any
 
 import pytest
 import yaml
-from learners import apply, copy_of, mistake
+from learners import apply, copy_of, mistake, tree_digest
 
 from pi_course.chapter.steps import CHAPTER_TOTAL, STEPS
 from pi_course.course import grade as grading
@@ -70,21 +70,6 @@ def cli(*args: str, cwd: Path = ROOT, timeout: float = 600) -> subprocess.Comple
         [sys.executable, "-m", "pi_course", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout,
         check=False,
     )  # fmt: skip
-
-
-def tree_digest(folder: Path) -> dict[str, tuple[str, int, int]]:
-    """Every entry under ``folder``: content hash (or link target), mode and modification time."""
-    digest = {}
-    for path in sorted(folder.rglob("*")):
-        info = path.lstat()
-        if path.is_symlink():
-            content = "link:" + os.readlink(path)
-        elif path.is_file():
-            content = hashlib.sha256(path.read_bytes()).hexdigest()
-        else:
-            content = "dir"
-        digest[path.relative_to(folder).as_posix()] = (content, info.st_mode, info.st_mtime_ns)
-    return digest
 
 
 def fake_copy(folder: Path) -> Path:

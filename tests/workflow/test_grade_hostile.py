@@ -12,7 +12,6 @@ changed, and the secret is in no output.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import select
@@ -24,7 +23,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from learners import copy_of, mistake
+from learners import copy_of, mistake, tree_digest
 
 from pi_course.course.grade.sandbox import choose
 
@@ -37,19 +36,6 @@ if shutil.which("bwrap") is None or not choose("auto").sandboxed:
         "bubblewrap is not installed (or cannot run here): apt-get install bubblewrap",
         allow_module_level=True,
     )
-
-
-def tree_digest(folder: Path) -> dict[str, tuple[str, int]]:
-    digest = {}
-    for path in sorted(folder.rglob("*")):
-        if path.is_symlink():
-            content = "link:" + os.readlink(path)
-        elif path.is_file():
-            content = hashlib.sha256(path.read_bytes()).hexdigest()
-        else:
-            content = "dir"
-        digest[path.relative_to(folder).as_posix()] = (content, path.lstat().st_mode)
-    return digest
 
 
 CHEAT_CONFTEST = """

@@ -144,6 +144,12 @@ class Kernel:
         self.client.stop_channels()
         self.manager.shutdown_kernel(now=True)
 
+    def __enter__(self) -> Kernel:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
 
 def code_cells(copy: Path, notebook: str) -> list[str]:
     cells = json.loads((copy / "notebooks" / f"{notebook}.ipynb").read_text(encoding="utf-8"))["cells"]
@@ -162,8 +168,7 @@ def test_after_pasting_5_1_into_a_running_kernel_the_next_cell_says_restart(
 ) -> None:
     copy = stage(starter, tmp_path, "bo", ())
     cells = code_cells(copy, NOTEBOOKS["5.1"])
-    kernel = Kernel(copy / "notebooks")
-    try:
+    with Kernel(copy / "notebooks") as kernel:
         kernel.run(cells[0])
         assert kernel.run(cells[1]).startswith("需要先完成实践 5.1")
         done = stage(starter, tmp_path / "done", "bo", ("5.1",))
@@ -172,14 +177,9 @@ def test_after_pasting_5_1_into_a_running_kernel_the_next_cell_says_restart(
         for cell in cells[1:3]:  # the next cell and every one after it, until a restart
             printed = kernel.run(cell)
             assert printed.startswith("重启内核：") and len(printed.splitlines()) == 1, printed
-    finally:
-        kernel.stop()
-    kernel = Kernel(copy / "notebooks")  # restarted: the learner's 5.1 runs
-    try:
+    with Kernel(copy / "notebooks") as kernel:  # restarted: the learner's 5.1 runs
         kernel.run(cells[0])
         assert "ToolDefinition 的字段" in kernel.run(cells[1])
-    finally:
-        kernel.stop()
 
 
 def test_a_lesson_file_that_does_not_import_is_one_line_first(starter: Path, tmp_path: Path) -> None:
@@ -192,8 +192,7 @@ def test_a_lesson_file_that_does_not_import_is_one_line_first(starter: Path, tmp
         broken.splitlines().index(next(line for line in broken.splitlines() if "to_provider_tools(:" in line))
         + 1
     )
-    kernel = Kernel(copy / "notebooks")
-    try:
+    with Kernel(copy / "notebooks") as kernel:
         kernel.run(cells[0])
         later(outbound, broken)
         user = next(cell for cell in cells if "to_provider_messages(" in cell)
@@ -202,8 +201,6 @@ def test_a_lesson_file_that_does_not_import_is_one_line_first(starter: Path, tmp
         assert len([line for line in lines if line.startswith("Traceback")]) == 0  # folded: HTML only
         later(outbound, source)  # fixed: the cell runs again, no restart needed
         assert "pi_course/outbound.py" not in kernel.run(user)
-    finally:
-        kernel.stop()
 
 
 def test_05_5_shows_the_learners_own_break_and_says_restored_only_after_one(
@@ -215,8 +212,7 @@ def test_05_5_shows_the_learners_own_break_and_says_restored_only_after_one(
     restore = next(cell for cell in cells if "restoring=True" in cell)
     adapter = copy / "pi_course" / "adapter.py"
     source = adapter.read_text(encoding="utf-8")
-    kernel = Kernel(copy / "notebooks")
-    try:
+    with Kernel(copy / "notebooks") as kernel:
         for cell in cells[:2]:
             kernel.run(cell)
         simulated = kernel.run(stepper)
@@ -229,8 +225,6 @@ def test_05_5_shows_the_learners_own_break_and_says_restored_only_after_one(
         assert "call-4" not in own  # ada's adapter makes up no placeholder id
         later(adapter, source)
         assert kernel.run(restore).startswith("已恢复：")
-    finally:
-        kernel.stop()
 
 
 def test_an_exercise_edit_without_a_prediction_shows_no_answer_and_with_one_compares(tmp_path: Path) -> None:
@@ -241,8 +235,7 @@ def test_an_exercise_edit_without_a_prediction_shows_no_answer_and_with_one_comp
         """ToolChunk(2, arguments_delta='"pi"}')""", """ToolChunk(2, arguments_delta='"pi"}}')"""
     )
     assert edited != exercise
-    kernel = Kernel(ROOT / "notebooks")
-    try:
+    with Kernel(ROOT / "notebooks") as kernel:
         for cell in cells[: cells.index(exercise)]:
             kernel.run(cell)
         printed = kernel.run(edited)
@@ -255,8 +248,6 @@ def test_an_exercise_edit_without_a_prediction_shows_no_answer_and_with_one_comp
             compared.splitlines()[2],
         ]
         assert compared.splitlines()[2].startswith("✗ 不一样"), compared
-    finally:
-        kernel.stop()
 
 
 def test_the_first_cell_run_after_the_checkpoint_cell_still_loads_the_copys_files(
@@ -265,11 +256,8 @@ def test_the_first_cell_run_after_the_checkpoint_cell_still_loads_the_copys_file
     """The checkpoint cell first imports the installed pi_course; the first cell then puts the copy's in."""
     copy = stage(starter, tmp_path, "ada", ())
     cells = code_cells(copy, NOTEBOOKS["5.1"])
-    kernel = Kernel(copy / "notebooks")
-    try:
+    with Kernel(copy / "notebooks") as kernel:
         assert "未完成" in kernel.run(checkpoint_cells(copy, NOTEBOOKS["5.1"])[0])
         kernel.run(cells[0])
         assert kernel.run("print(pi_course.__file__)").strip() == str(copy / "pi_course" / "__init__.py")
         assert kernel.run(cells[1]).startswith("需要先完成实践 5.1")  # the copy's stubs, not the reference
-    finally:
-        kernel.stop()

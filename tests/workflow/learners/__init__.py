@@ -18,6 +18,8 @@ textual replacement that must match exactly once.
 from __future__ import annotations
 
 import ast
+import hashlib
+import os
 import shutil
 import textwrap
 from pathlib import Path
@@ -109,3 +111,18 @@ def mistake(copy: Path, module: str, correct: str, wrong: str) -> None:
     source = target.read_text(encoding="utf-8")
     assert source.count(correct) == 1, f"{correct!r} occurs {source.count(correct)} times in {module}"
     target.write_text(source.replace(correct, wrong), encoding="utf-8")
+
+
+def tree_digest(folder: Path) -> dict[str, tuple[str, int, int]]:
+    """Every entry under ``folder``: content hash (or link target), mode and modification time."""
+    digest = {}
+    for path in sorted(folder.rglob("*")):
+        info = path.lstat()
+        if path.is_symlink():
+            content = "link:" + os.readlink(path)
+        elif path.is_file():
+            content = hashlib.sha256(path.read_bytes()).hexdigest()
+        else:
+            content = "dir"
+        digest[path.relative_to(folder).as_posix()] = (content, info.st_mode, info.st_mtime_ns)
+    return digest
