@@ -5,3 +5,7 @@ lesson modules. ``fixtures`` is imported on its own, never from here: it builds 
 the lesson's types, which a fresh practice copy does not have yet (``ToolDefinition`` is practice
 5.1), while ``steps`` must work in every copy. The focused tests keep their own literal copies.
 """
+
+from .installed import tooling_path
+
+__path__ = tooling_path(__path__, __name__)  # in a browser tab: the installed wheel's

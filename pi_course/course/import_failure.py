@@ -16,7 +16,9 @@ from types import FrameType
 
 from .plugin_path.pi_course_check.alarm import alarm
 
-PACKAGE = Path(__file__).resolve().parents[1]  # the pi_course package this module belongs to
+# The pi_course package this module was imported as part of: a copy's own folder, even when this
+# module itself comes from the installed wheel (the browser edition, chapter/installed.py).
+PACKAGE = Path(sys.modules[__name__.partition(".")[0]].__file__ or "").resolve().parent
 # How a verdict names the check: the terminal command, or in the browser edition (Pyodide, no
 # terminal) the notebook call. One place, so every line a learner reads names what they can run.
 IN_BROWSER = sys.platform == "emscripten"

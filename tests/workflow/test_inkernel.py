@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sysconfig
 import sys
 from pathlib import Path
 
@@ -156,3 +157,39 @@ def test_probe_failures_and_exits_are_reported_like_a_process(tmp_path: Path) ->
     assert inkernel.run_code("raise SystemExit(3)", tmp_path, {})[0] == 3
     with pytest.raises(ValueError, match="python -m pytest"):
         inkernel.pytest_arguments(["python", "-c", "pass"])
+
+
+def test_in_a_browser_tab_the_tooling_loads_from_the_wheel_and_the_verdict_stays_the_copys(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], starter: Path, tmp_path: Path
+) -> None:
+    """The browser edition (simulated: Pyodide's platform, this repository as the installed wheel):
+    the copy's lesson modules and tests run, its ``chapter``/``course``/``notebook``/``provider``
+    come from the wheel; a mistake and a module that does not import read as they do elsewhere."""
+    copy = tmp_path / "ada"
+    shutil.copytree(starter, copy)
+    apply(copy, "ada")
+    mistake(copy, "adapter.py", '"slot": len(self.content)}', '"slot": chunk.index}')
+    where = "import pi_course.adapter as a, pi_course.course.check as c\nprint(a.__file__)\nprint(c.__file__)"
+    with monkeypatch.context() as patch:
+        patch.setattr(inkernel, "in_browser", lambda: True)
+        patch.setattr(subprocess, "Popen", refuse)
+        patch.setattr(sysconfig, "get_paths", lambda *args, **kwargs: {"purelib": str(ROOT)})
+        patch.setattr(sys, "platform", "emscripten")
+        loaded = inkernel.run_code(where, copy, {})
+        mistaken = check_module.check(path=copy)
+        broken = copy / "pi_course" / "sse.py"
+        broken.write_text(
+            broken.read_text(encoding="utf-8").replace("class SSEDecoder:", "class SSEDecoder", 1)
+        )
+        not_importing = check_module.check(path=copy)
+    printed = capsys.readouterr().out
+    assert loaded == (
+        0,
+        f"{copy / 'pi_course' / 'adapter.py'}\n{ROOT / 'pi_course' / 'course' / 'check.py'}\n",
+        "",
+    )
+    assert (mistaken, not_importing) == (False, False)
+    assert "normalized transport 状态机：2/3 未通过" in printed, printed
+    assert (
+        "pi_course/sse.py 第 " in printed and "SyntaxError: expected ':'（pi_course 无法导入）" in printed
+    ), printed
