@@ -18,8 +18,19 @@ def tooling_path(path: list[str], name: str, site: Path | None = None) -> list[s
     if site is None:
         if sys.platform != "emscripten":
             return path
-        site = Path(sysconfig.get_paths()["purelib"])
+        site = Path("/" + sysconfig.get_paths()["purelib"].lstrip("/"))  # Pyodide's prefix "/": "//lib/…"
     installed = site.joinpath(*name.split("."))
     if str(installed) in path or not (installed / "__init__.py").is_file():
         return path
     return [str(installed)]
+
+
+def left_to_the_wheel(directory: str, names: list[str]) -> set[str]:
+    """A ``shutil.copytree`` ignore: what a copy of a ``pi_course`` need not hold because it loads
+    from the installed wheel (in a browser tab: a tooling subpackage's files but its loaders)."""
+    folder = Path(directory)
+    if folder.parent.name != "pi_course" or tooling_path([directory], f"pi_course.{folder.name}") == [
+        directory
+    ]:
+        return set()
+    return {name for name in names if name not in ("__init__.py", Path(__file__).name)}

@@ -23,6 +23,7 @@ import io
 import os
 import sys
 import traceback
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,12 +47,16 @@ class Stale:
 _parsed: dict[Path, tuple[float, dict[str, set[str]]]] = {}
 
 
-def dataclass_fields(path: Path) -> dict[str, set[str]]:
-    """The fields each top-level dataclass of ``path`` declares on disk (cached by mtime)."""
-    try:
-        mtime = path.stat().st_mtime
-    except OSError:
-        return {}
+def dataclass_fields(path: Path, mtime: float | None = None) -> dict[str, set[str]]:
+    """The fields each top-level dataclass of ``path`` declares on disk (cached by mtime).
+
+    ``mtime``: the file's modification time if the caller already knows it (autoreload looked).
+    """
+    if mtime is None:
+        try:
+            mtime = path.stat().st_mtime
+        except OSError:
+            return {}
     cached = _parsed.get(path)
     if cached is not None and cached[0] == mtime:
         return cached[1]
@@ -89,11 +94,17 @@ def _lesson_modules(root: Path) -> dict[str, Any]:
     return found
 
 
-def field_mismatch(root: Path, namespace: dict[str, Any] | None = None) -> str | None:
-    """``pi_course/protocol.py 的 AgentContext 多了字段 tools`` when a loaded class lags its file."""
+def field_mismatch(
+    root: Path, namespace: dict[str, Any] | None = None, mtimes: Mapping[str, float] | None = None
+) -> str | None:
+    """``pi_course/protocol.py 的 AgentContext 多了字段 tools`` when a loaded class lags its file.
+
+    ``mtimes``: module name → file mtime, as autoreload found them just before this cell (a second
+    stat of each file costs a request to the page in a browser tab).
+    """
     for name, module in _lesson_modules(root).items():
         path = root / "pi_course" / f"{name}.py"
-        for cls_name, on_disk in dataclass_fields(path).items():
+        for cls_name, on_disk in dataclass_fields(path, (mtimes or {}).get(module.__name__)).items():
             loaded = [getattr(module, cls_name, None)]
             loaded += [value for value in (namespace or {}).values() if _same_class(value, module, cls_name)]
             for cls in loaded:
@@ -194,7 +205,7 @@ def _relative(file: str, root: Path, number: int) -> tuple[str, int] | None:
 def stale(shell: Any, root: Path) -> Stale | None:
     """What differs between the kernel's lesson code and the files, checked before a cell."""
     namespace = getattr(shell, "user_ns", None)
-    mismatch = field_mismatch(root, namespace)
+    mismatch = field_mismatch(root, namespace, getattr(autoreloader(shell), "modules_mtimes", None))
     failed = failed_reloads(shell, root)
     if mismatch is None and not failed:
         return None

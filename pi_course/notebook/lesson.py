@@ -302,7 +302,9 @@ def _lesson_root() -> Path | None:
     import sys
 
     file = getattr(sys.modules.get("pi_course"), "__file__", None)
-    return Path(file).resolve().parents[1] if file else None
+    # Not resolve(): the module files are named by the same unresolved path; and in a browser tab
+    # each component resolve() looks at is a request to the page (before every cell).
+    return Path(os.path.abspath(file)).parents[1] if file else None
 
 
 def _before(info: Any) -> None:

@@ -12,7 +12,8 @@ host name but loopback unresolvable, so a request to any CDN fails instead of qu
 * In ``practice/``, the checkpoint cell of 05-1 run first (before any other cell) is red on the
   stubs; 5.1 written through the site's editor turns it green in the same kernel (or it says in
   one line to restart); an independent learner's solution (``tests/workflow/learners/ada``)
-  survives a reload and ``check(beyond=True)`` says 完成; an import error is one line naming the
+  survives a reload, its lesson modules load from the browser's storage and the course's own
+  subpackages from the installed wheel, and ``check(beyond=True)`` says 完成; an import error is one line naming the
   file and ``check()``; ``reset()`` puts one file back; ``download_copy()`` downloads a zip that
   holds the learner's edits.
 * Every practice notebook, with that solution in storage, runs without an error or thread failure.
@@ -484,6 +485,17 @@ def test_practice_checkpoint_first_then_5_1_in_the_editor_then_the_whole_copy(
         # The edits live in the browser's storage: a reload keeps them.
         open_notebook(page, site, CHECKPOINT_OF_05_1)
         assert page.evaluate(READ_FILES, list(files)) == files
+        # The lesson from the copy in the browser's storage; the course's own subpackages from the wheel.
+        page.evaluate(script(RUN_CELLS), [code[0][0]])  # the first cell: this copy's pi_course
+        cells = page.evaluate(
+            script(APPEND_AND_RUN),
+            "import pi_course.course.check\nprint(pi_course.__file__, pi_course.course.check.__file__)",
+        )
+        lesson, tooling = cell_texts(cells)[-1].split()
+        assert lesson == "/drive/practice/pi_course/__init__.py" and not tooling.startswith("/drive/"), (
+            lesson,
+            tooling,
+        )
 
         # The whole check, as the landing page says: check(beyond=True) in a practice notebook.
         cells = page.evaluate(

@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sysconfig
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -24,6 +24,7 @@ from pi_course.course import check as check_module
 from pi_course.course import inkernel
 from pi_course.course.plugin_path.pi_course_check.contract import TIMEOUT_VARIABLE
 from pi_course.course.practice import create_practice
+from pi_course.notebook.breakit import ScratchCopy
 
 pytestmark = pytest.mark.slow  # the comparison runs the subprocess runner too
 
@@ -182,6 +183,11 @@ def test_in_a_browser_tab_the_tooling_loads_from_the_wheel_and_the_verdict_stays
             broken.read_text(encoding="utf-8").replace("class SSEDecoder:", "class SSEDecoder", 1)
         )
         not_importing = check_module.check(path=copy)
+        scratch = ScratchCopy(copy)  # 05-5's copy of the copy: only what does not load from the wheel
+    try:
+        held = {path.relative_to(scratch.path).as_posix() for path in scratch.path.rglob("*.py")}
+    finally:
+        scratch.remove()
     printed = capsys.readouterr().out
     assert loaded == (
         0,
@@ -190,6 +196,10 @@ def test_in_a_browser_tab_the_tooling_loads_from_the_wheel_and_the_verdict_stays
     )
     assert (mistaken, not_importing) == (False, False)
     assert "normalized transport 状态机：2/3 未通过" in printed, printed
+    assert {"pi_course/adapter.py", "pi_course/course/__init__.py", "pi_course/chapter/installed.py"} <= held
+    assert not any(
+        name.startswith("pi_course/course/") and name != "pi_course/course/__init__.py" for name in held
+    )
     assert (
         "pi_course/sse.py 第 " in printed and "SyntaxError: expected ':'（pi_course 无法导入）" in printed
     ), printed
