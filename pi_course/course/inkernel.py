@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 # Modules a run must import afresh from the tree under test (and drop again afterwards).
+BROWSER_PYCACHE = "/tmp/pi-course-pycache"  # in memory (Pyodide's /tmp); never written: looked up only
 SET_ASIDE = ("pi_course", "conftest", "test_05_provider_adapter", "test_05_beyond", "test_05_rules")
 
 
@@ -50,7 +51,7 @@ def tree_first(root: Path, env: Mapping[str, str]) -> Iterator[None]:
     saved_path = list(sys.path)
     saved_environ = dict(os.environ)
     saved_modules = {name: module for name, module in sys.modules.items() if _ours(name)}
-    saved_dont_write = sys.dont_write_bytecode
+    saved_dont_write, saved_prefix = sys.dont_write_bytecode, sys.pycache_prefix
     for name in saved_modules:
         del sys.modules[name]
     # As in a subprocess: the environment's PYTHONPATH (the runner's plugin folder, the tree) first.
@@ -58,7 +59,9 @@ def tree_first(root: Path, env: Mapping[str, str]) -> Iterator[None]:
     sys.path[:0] = [*entries, str(root)] if str(root) not in entries else entries
     os.environ.clear()
     os.environ.update(env)
-    sys.dont_write_bytecode = True  # the learner's tree stays as they wrote it
+    sys.dont_write_bytecode = True  # the learner's tree stays as they wrote it; always compiled anew
+    if in_browser():  # no __pycache__ lookup in the browser's storage: a request to the page per module
+        sys.pycache_prefix = BROWSER_PYCACHE
     importlib.invalidate_caches()
     try:
         yield
@@ -69,7 +72,7 @@ def tree_first(root: Path, env: Mapping[str, str]) -> Iterator[None]:
         sys.path[:] = saved_path
         os.environ.clear()
         os.environ.update(saved_environ)
-        sys.dont_write_bytecode = saved_dont_write
+        sys.dont_write_bytecode, sys.pycache_prefix = saved_dont_write, saved_prefix
         importlib.invalidate_caches()
 
 

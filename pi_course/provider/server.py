@@ -19,7 +19,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
-from importlib.resources import files
+from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
@@ -130,12 +130,14 @@ def unknown_model(model: str) -> HTTPFailure:
 # --- recorded streams from real providers -------------------------------------------------------
 
 RECORDED_PREFIX = "recorded/"
+# Beside this module, wherever it loads from (in a browser tab the wheel, not the copy's storage).
+RECORDINGS = Path(__file__).with_name("recordings")
 
 
 @cache
 def recordings_index() -> dict[str, dict[str, Any]]:
     """The corpus index by recording name (it ships inside the package, so the wheel has it)."""
-    index = json.loads((files(__package__) / "recordings" / "index.json").read_text(encoding="utf-8"))
+    index = json.loads((RECORDINGS / "index.json").read_text(encoding="utf-8"))
     return {entry["name"]: entry for entry in index["recordings"]}
 
 
@@ -146,8 +148,7 @@ def recorded_models() -> list[str]:
 def recording_bytes(name: str) -> bytes:
     """The recorded body of ``recorded/<name>`` (or of ``<name>``), exactly as stored."""
     entry = recordings_index()[name.removeprefix(RECORDED_PREFIX)]
-    data: bytes = (files(__package__) / "recordings" / str(entry["file"])).read_bytes()
-    return data
+    return (RECORDINGS / str(entry["file"])).read_bytes()
 
 
 async def _recorded_body(data: bytes) -> AsyncIterator[bytes]:
