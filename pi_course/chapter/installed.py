@@ -1,7 +1,7 @@
 """Where a tooling subpackage loads its modules from: in a browser tab, the installed wheel.
 
 A practice copy in the browser edition lives in the browser's storage, where each stat or open of
-a file is a request to the page (3-6 ms). Its lesson modules must come from there; the tooling
+a file is a request to the page (3-20 ms). Its lesson modules must come from there; the tooling
 subpackages (``chapter``, ``course``, ``notebook``, ``provider``) are the wheel's own files.
 """
 
@@ -29,8 +29,8 @@ def left_to_the_wheel(directory: str, names: list[str]) -> set[str]:
     """A ``shutil.copytree`` ignore: what a copy of a ``pi_course`` need not hold because it loads
     from the installed wheel (in a browser tab: a tooling subpackage's files but its loaders)."""
     folder = Path(directory)
-    if folder.parent.name != "pi_course" or tooling_path([directory], f"pi_course.{folder.name}") == [
-        directory
-    ]:
+    if folder.parent.name != "pi_course":
         return set()
+    if tooling_path([directory], f"pi_course.{folder.name}") == [directory]:
+        return set()  # it loads from here: keep it whole
     return {name for name in names if name not in ("__init__.py", Path(__file__).name)}

@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any
 
 # Modules a run must import afresh from the tree under test (and drop again afterwards).
-BROWSER_PYCACHE = "/tmp/pi-course-pycache"  # in memory (Pyodide's /tmp); never written: looked up only
 SET_ASIDE = ("pi_course", "conftest", "test_05_provider_adapter", "test_05_beyond", "test_05_rules")
+BROWSER_PYCACHE = "/tmp/pi-course-pycache"  # in memory (Pyodide's /tmp); never written: looked up only
 
 
 def in_browser() -> bool:

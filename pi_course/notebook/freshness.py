@@ -99,8 +99,8 @@ def field_mismatch(
 ) -> str | None:
     """``pi_course/protocol.py 的 AgentContext 多了字段 tools`` when a loaded class lags its file.
 
-    ``mtimes``: module name → file mtime, as autoreload found them just before this cell (a second
-    stat of each file costs a request to the page in a browser tab).
+    ``mtimes``: module name → file mtime, as autoreload recorded them just before this cell (its
+    ``modules_mtimes``); a second stat of each file costs a request to the page in a browser tab.
     """
     for name, module in _lesson_modules(root).items():
         path = root / "pi_course" / f"{name}.py"
