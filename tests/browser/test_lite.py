@@ -13,9 +13,9 @@ host name but loopback unresolvable, so a request to any CDN fails instead of qu
   stubs; 5.1 written through the site's editor turns it green in the same kernel (or it says in
   one line to restart); an independent learner's solution (``tests/workflow/learners/ada``)
   survives a reload, its lesson modules load from the browser's storage and the course's own
-  subpackages from the installed wheel, and ``check(beyond=True)`` says 完成; an import error is one line naming the
-  file and ``check()``; ``reset()`` puts one file back; ``download_copy()`` downloads a zip that
-  holds the learner's edits.
+  subpackages from the installed wheel, and ``check(beyond=True)`` says 完成; an import error is
+  one line naming the file and ``check()``; ``reset()`` puts one file back; ``download_copy()``
+  downloads a zip that holds the learner's edits.
 * Every practice notebook, with that solution in storage, runs without an error or thread failure.
 * No request the pages or their workers made left loopback.
 
