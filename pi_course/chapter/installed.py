@@ -1,4 +1,4 @@
-"""Where a tooling subpackage loads its modules from: in a browser tab, the installed wheel.
+"""Where a copy's modules load from in a browser tab: its lesson files, and the installed wheel.
 
 A practice copy in the browser edition lives in the browser's storage, where each stat or open of
 a file is a request to the page (3-20 ms). Its lesson modules must come from there; the tooling
@@ -7,20 +7,35 @@ subpackages (``chapter``, ``course``, ``notebook``, ``provider``) are the wheel'
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.machinery
+import importlib.util
 import sys
 import sysconfig
+from collections.abc import Sequence
 from pathlib import Path
+from types import ModuleType
+
+
+def wheel_site() -> Path | None:
+    """In a browser tab (Pyodide), the site-packages the wheel is installed in; elsewhere None."""
+    if sys.platform != "emscripten":
+        return None
+    return Path("/" + sysconfig.get_paths()["purelib"].lstrip("/"))  # Pyodide's prefix "/": "//lib/…"
+
+
+def _installed(name: str, site: Path) -> Path | None:
+    """The folder of subpackage ``name`` under ``site``, when the wheel there holds it."""
+    folder = site.joinpath(*name.split("."))
+    return folder if (folder / "__init__.py").is_file() else None
 
 
 def tooling_path(path: list[str], name: str, site: Path | None = None) -> list[str]:
     """The ``__path__`` for subpackage ``name``: the one under ``site`` (in a browser, the
     installed wheel's) when it holds that subpackage, else ``path`` as it is."""
-    if site is None:
-        if sys.platform != "emscripten":
-            return path
-        site = Path("/" + sysconfig.get_paths()["purelib"].lstrip("/"))  # Pyodide's prefix "/": "//lib/…"
-    installed = site.joinpath(*name.split("."))
-    if str(installed) in path or not (installed / "__init__.py").is_file():
+    site = site or wheel_site()
+    installed = _installed(name, site) if site is not None else None
+    if installed is None or str(installed) in path:
         return path
     return [str(installed)]
 
@@ -34,3 +49,65 @@ def left_to_the_wheel(directory: str, names: list[str]) -> set[str]:
     if tooling_path([directory], f"pi_course.{folder.name}") == [directory]:
         return set()  # it loads from here: keep it whole
     return {name for name in names if name not in ("__init__.py", Path(__file__).name)}
+
+
+class CopyFinder(importlib.abc.MetaPathFinder):
+    """A copy's ``pi_course`` in a browser tab: one request per lesson module, tooling from the wheel.
+
+    The import system's own finder asks the page about the folder, the file and its time (for
+    bytecode) before it reads a module; this reads each lesson file once and compiles it.
+    """
+
+    def __init__(self, package: Path, site: Path) -> None:
+        self.package = package  # the copy's pi_course folder
+        self.site = site
+
+    def find_spec(
+        self, name: str, path: Sequence[str] | None = None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if name == "pi_course":
+            return self._read(name, self.package / "__init__.py", package=True)
+        top, _, module = name.partition(".")
+        if top != "pi_course" or not module or "." in module or str(self.package) not in (path or ()):
+            return None  # not a module of this copy's pi_course
+        if _installed(name, self.site) is not None:
+            return importlib.machinery.PathFinder.find_spec(name, [str(self.site / "pi_course")])
+        return self._read(name, self.package / f"{module}.py")
+
+    @staticmethod
+    def _read(name: str, file: Path, package: bool = False) -> importlib.machinery.ModuleSpec | None:
+        try:
+            source = file.read_bytes()
+        except OSError:
+            return None  # not in the copy: the import system's own finders look, and say why not
+        locations = [str(file.parent)] if package else None
+        loader = _SourceRead(name, str(file), source)
+        return importlib.util.spec_from_file_location(
+            name, file, loader=loader, submodule_search_locations=locations
+        )
+
+
+class _SourceRead(importlib.machinery.SourceFileLoader):
+    """Compiles the source the finder read; never looks for bytecode (none is written in a tab)."""
+
+    def __init__(self, name: str, path: str, source: bytes) -> None:
+        super().__init__(name, path)
+        self._source: bytes | None = source
+
+    def get_data(self, path: str) -> bytes:
+        if path == self.path and self._source is not None:
+            source, self._source = self._source, None  # once: get_source later reads the file as it is
+            return source
+        return super().get_data(path)
+
+    def path_stats(self, path: str) -> dict[str, float]:
+        raise OSError("no bytecode lookup: compiled from the source")
+
+
+def copy_finder(package: Path) -> CopyFinder | None:
+    """The finder for the copy whose ``pi_course`` folder is ``package``: only in a browser tab,
+    and not for the wheel's own ``pi_course``."""
+    site = wheel_site()
+    if site is None or package == site / "pi_course":
+        return None
+    return CopyFinder(package, site)

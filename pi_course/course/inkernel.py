@@ -31,6 +31,8 @@ from collections.abc import Coroutine, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..chapter.installed import copy_finder
+
 # Modules a run must import afresh from the tree under test (and drop again afterwards).
 SET_ASIDE = ("pi_course", "conftest", "test_05_provider_adapter", "test_05_beyond", "test_05_rules")
 BROWSER_PYCACHE = "/tmp/pi-course-pycache"  # in memory (Pyodide's /tmp); never written: looked up only
@@ -60,12 +62,17 @@ def tree_first(root: Path, env: Mapping[str, str]) -> Iterator[None]:
     os.environ.clear()
     os.environ.update(env)
     sys.dont_write_bytecode = True  # the learner's tree stays as they wrote it; always compiled anew
+    finder = copy_finder(root / "pi_course")
+    if finder is not None:  # the copy's lesson files read in one request each (see CopyFinder)
+        sys.meta_path.insert(0, finder)
     if in_browser():  # no __pycache__ lookup in the browser's storage: a request to the page per module
         sys.pycache_prefix = BROWSER_PYCACHE
     importlib.invalidate_caches()
     try:
         yield
     finally:
+        if finder is not None and finder in sys.meta_path:
+            sys.meta_path.remove(finder)
         for name in [name for name in sys.modules if _ours(name)]:
             del sys.modules[name]
         sys.modules.update(saved_modules)

@@ -25,12 +25,14 @@ import html
 import json
 import os
 import re
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..chapter import steps as _steps
+from ..chapter.installed import CopyFinder, copy_finder
 from ..protocol import AssistantMessage, ModelEvent
 from . import freshness, stages
 from .display import describe_event
@@ -39,11 +41,19 @@ METADATA_KEY = "pi_course"
 _STUB = re.compile(r"Lab (5\.[1-4])\b.*尚未实现")
 
 
-class StepNotDone(NotImplementedError):
+class SaidInOneLine(Exception):
+    """An exception whose whole story is its one line (the handler prints it): IPython stores that
+    line, not a formatted traceback, which inspects every loaded module (in a tab: page requests)."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"{type(self).__name__}: {self}"]
+
+
+class StepNotDone(SaidInOneLine, NotImplementedError):
     """A stream ended on a practice stub: the cell needs that step first."""
 
 
-class StepProblem(Exception):
+class StepProblem(SaidInOneLine):
     """A step this cell needs is missing or broken (raised by :func:`require`)."""
 
     def __init__(self, problem: stages.Problem) -> None:
@@ -109,7 +119,7 @@ def final_message(events: Sequence[ModelEvent]) -> AssistantMessage:
     raise ValueError(f"the stream has not ended: its last event is {last.type}")
 
 
-class PredictionNeeded(Exception):
+class PredictionNeeded(SaidInOneLine):
     """An exercise cell reached its answer before the learner wrote a prediction: stop it there."""
 
 
@@ -269,11 +279,18 @@ def begin() -> None:
     reloader = freshness.autoreloader(shell)
     if reloader is not None:
         reloader.hide_errors = True  # a failed reload is said in one line before the cell, not 35
+        for name in [name for name in sys.modules if _tooling(name)]:
+            reloader.mark_module_skipped(name)  # given code: no stat of its files before every cell
+    root = _lesson_root()
+    finder = copy_finder(root / "pi_course") if root is not None else None
+    sys.meta_path[:] = [found for found in sys.meta_path if not isinstance(found, CopyFinder)]
+    if finder is not None:  # in a browser tab: the copy's lesson files read in one request each
+        sys.meta_path.insert(0, finder)
     shell.ast_transformers[:] = [t for t in shell.ast_transformers if not isinstance(t, _StopStaleCell)]
     shell.ast_transformers.append(_StopStaleCell())
 
 
-class CellStopped(Exception):
+class CellStopped(SaidInOneLine):
     """The kernel's lesson code is not what the files say (see :mod:`.freshness`): the cell did not run."""
 
     def __init__(self, found: freshness.Stale) -> None:
@@ -297,10 +314,15 @@ def _raise_stale() -> None:
         raise CellStopped(found)
 
 
+def _tooling(name: str) -> bool:
+    """A module of one of ``pi_course``'s tooling subpackages (the lesson modules sit at the top)."""
+    top, _, rest = name.partition(".")
+    subpackage = sys.modules.get(f"pi_course.{rest.split('.')[0]}")
+    return top == "pi_course" and bool(rest) and hasattr(subpackage, "__path__")
+
+
 def _lesson_root() -> Path | None:
     """The tree whose ``pi_course`` this kernel imported (a copy, or the reference)."""
-    import sys
-
     file = getattr(sys.modules.get("pi_course"), "__file__", None)
     # Not resolve(): the module files are named by the same unresolved path; and in a browser tab
     # each component resolve() looks at is a request to the page (before every cell).

@@ -164,13 +164,16 @@ def test_in_a_browser_tab_the_tooling_loads_from_the_wheel_and_the_verdict_stays
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], starter: Path, tmp_path: Path
 ) -> None:
     """The browser edition (simulated: Pyodide's platform, this repository as the installed wheel):
-    the copy's lesson modules and tests run, its ``chapter``/``course``/``notebook``/``provider``
-    come from the wheel; a mistake and a module that does not import read as they do elsewhere."""
+    the copy's lesson modules (read by its ``CopyFinder``) and tests run, its ``chapter``/``course``/
+    ``notebook``/``provider`` come from the wheel; a mistake and a module that does not import read as they do elsewhere."""
     copy = tmp_path / "ada"
     shutil.copytree(starter, copy)
     apply(copy, "ada")
     mistake(copy, "adapter.py", '"slot": len(self.content)}', '"slot": chunk.index}')
-    where = "import pi_course.adapter as a, pi_course.course.check as c\nprint(a.__file__)\nprint(c.__file__)"
+    where = (
+        "import pi_course.adapter as a, pi_course.course.check as c\n"
+        "print(a.__file__, type(a.__spec__.loader).__name__)\nprint(c.__file__)"
+    )
     with monkeypatch.context() as patch:
         patch.setattr(inkernel, "in_browser", lambda: True)
         patch.setattr(subprocess, "Popen", refuse)
@@ -191,7 +194,7 @@ def test_in_a_browser_tab_the_tooling_loads_from_the_wheel_and_the_verdict_stays
     printed = capsys.readouterr().out
     assert loaded == (
         0,
-        f"{copy / 'pi_course' / 'adapter.py'}\n{ROOT / 'pi_course' / 'course' / 'check.py'}\n",
+        f"{copy / 'pi_course' / 'adapter.py'} _SourceRead\n{ROOT / 'pi_course' / 'course' / 'check.py'}\n",
         "",
     )
     assert (mistaken, not_importing) == (False, False)

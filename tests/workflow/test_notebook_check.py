@@ -8,6 +8,7 @@ imports the installed reference, and ``check()`` must still test the copy's file
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import shutil
@@ -182,7 +183,34 @@ def test_after_pasting_5_1_into_a_running_kernel_the_next_cell_says_restart(
         assert "ToolDefinition 的字段" in kernel.run(cells[1])
 
 
-def test_a_lesson_file_that_does_not_import_is_one_line_first(starter: Path, tmp_path: Path) -> None:
+# The browser edition, simulated in a kernel: Pyodide's platform, this repository as the wheel.
+SIMULATED_TAB = f"""
+import sys, sysconfig
+sys.platform = "emscripten"
+sysconfig.get_paths = lambda *args, **kwargs: {{"purelib": {str(ROOT)!r}}}
+"""
+# Before an empty cell: which of the copy's files does the kernel look at (a page request each in a tab)?
+LOOKED_AT = """
+import os, posix
+_looked_at, _stat = set(), posix.stat
+def _counting(path, *args, **kwargs):
+    _looked_at.add(os.fsdecode(path))
+    return _stat(path, *args, **kwargs)
+posix.stat = os.stat = _counting
+"""
+STOP_LOOKING = """
+posix.stat = os.stat = _stat
+print(sorted(os.path.relpath(path, "..") for path in _looked_at if not os.path.relpath(path, "..").startswith(".")))
+print(type(sys.modules["pi_course.outbound"].__spec__.loader).__name__)
+"""
+
+
+@pytest.mark.parametrize("tab", [False, True], ids=["lab", "simulated-tab"])
+def test_a_lesson_file_that_does_not_import_is_one_line_first(
+    starter: Path, tmp_path: Path, tab: bool
+) -> None:
+    """In a simulated browser tab also: before a cell only the lesson files are looked at (the given
+    code is left out of autoreload), and a changed one is read by the copy's finder."""
     copy = stage(starter, tmp_path, "bo", ("5.1",))
     cells = code_cells(copy, NOTEBOOKS["5.1"])
     outbound = copy / "pi_course" / "outbound.py"
@@ -193,6 +221,8 @@ def test_a_lesson_file_that_does_not_import_is_one_line_first(starter: Path, tmp
         + 1
     )
     with Kernel(copy / "notebooks") as kernel:
+        if tab:
+            kernel.run(SIMULATED_TAB)
         kernel.run(cells[0])
         later(outbound, broken)
         user = next(cell for cell in cells if "to_provider_messages(" in cell)
@@ -201,6 +231,14 @@ def test_a_lesson_file_that_does_not_import_is_one_line_first(starter: Path, tmp
         assert len([line for line in lines if line.startswith("Traceback")]) == 0  # folded: HTML only
         later(outbound, source)  # fixed: the cell runs again, no restart needed
         assert "pi_course/outbound.py" not in kernel.run(user)
+        if tab:
+            kernel.run(LOOKED_AT)
+            kernel.run("pass")
+            looked_at, loader = kernel.run(STOP_LOOKING).splitlines()
+            files = ast.literal_eval(looked_at)
+            assert "pi_course/outbound.py" in files and "pi_course/protocol.py" in files, files
+            assert not [file for file in files if file.count("/") > 1], files  # no tooling file
+            assert loader == "_SourceRead"  # the edit was read by CopyFinder
 
 
 def test_05_5_shows_the_learners_own_break_and_says_restored_only_after_one(
