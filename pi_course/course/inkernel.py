@@ -25,17 +25,20 @@ import importlib
 import inspect
 import io
 import os
+import shutil
 import sys
+import tempfile
 import traceback
 from collections.abc import Coroutine, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..chapter.installed import copy_finder
+from ..chapter.installed import copy_finder, left_to_the_wheel
 
 # Modules a run must import afresh from the tree under test (and drop again afterwards).
 SET_ASIDE = ("pi_course", "conftest", "test_05_provider_adapter", "test_05_beyond", "test_05_rules")
 BROWSER_PYCACHE = "/tmp/pi-course-pycache"  # in memory (Pyodide's /tmp); never written: looked up only
+BROWSER_STORAGE = Path("/drive")  # JupyterLite's files: each stat or open is a request to the page
 
 
 def in_browser() -> bool:
@@ -81,6 +84,28 @@ def tree_first(root: Path, env: Mapping[str, str]) -> Iterator[None]:
         os.environ.update(saved_environ)
         sys.dont_write_bytecode, sys.pycache_prefix = saved_dont_write, saved_prefix
         importlib.invalidate_caches()
+
+
+@contextlib.contextmanager
+def read_into_memory(root: Path) -> Iterator[Path]:
+    """In a browser tab, a tree in the browser's storage as a copy in memory, read file by file
+    once: its ``pi_course`` (but what loads from the wheel) and ``tests``. Everything a check does
+    afterwards (imports, pytest's lookups) then costs no request to the page. Elsewhere: ``root``."""
+    if not in_browser() or BROWSER_STORAGE not in root.parents:
+        yield root
+        return
+    with tempfile.TemporaryDirectory(prefix="pi-course-check-") as scratch:
+        tree = Path(scratch) / root.name
+        caches = shutil.ignore_patterns("__pycache__", "*.pyc")
+        for folder in ("pi_course", "tests"):
+            if (root / folder).is_dir():
+                shutil.copytree(
+                    root / folder,
+                    tree / folder,
+                    ignore=lambda at, names: caches(at, names) | left_to_the_wheel(at, names),
+                    copy_function=shutil.copyfile,  # the contents only: no second request for times
+                )
+        yield tree
 
 
 def run_code(code: str, root: Path, env: Mapping[str, str]) -> tuple[int, str, str]:

@@ -80,6 +80,14 @@ def run_tests(
     ``tests`` is the folder holding the chapter's test files; by default the tree's own.
     """
     root = course_root(path)
+    with inkernel.read_into_memory(root) as tree:  # in a browser tab: the copy's files, read once
+        report = _run_tests_in(tree, steps, beyond=beyond, verbose=verbose, tests=tests)
+    return report if tree == root else replace(report, output=report.output.replace(str(tree), str(root)))
+
+
+def _run_tests_in(
+    root: Path, steps: tuple[Step, ...], *, beyond: bool, verbose: bool, tests: Path | None
+) -> Report:
     red = probe(root, _environment(root))
     if red is not None:
         return red

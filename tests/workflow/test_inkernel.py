@@ -179,8 +179,9 @@ def test_in_a_browser_tab_the_tooling_loads_from_the_wheel_and_the_verdict_stays
         patch.setattr(subprocess, "Popen", refuse)
         patch.setattr(sysconfig, "get_paths", lambda *args, **kwargs: {"purelib": str(ROOT)})
         patch.setattr(sys, "platform", "emscripten")
+        patch.setattr(inkernel, "BROWSER_STORAGE", tmp_path)  # the copy is in the "browser's storage"
         loaded = inkernel.run_code(where, copy, {})
-        mistaken = check_module.check(path=copy)
+        mistaken = check_module.check(path=copy, verbose=True)  # pytest's report names the copy
         broken = copy / "pi_course" / "sse.py"
         broken.write_text(
             broken.read_text(encoding="utf-8").replace("class SSEDecoder:", "class SSEDecoder", 1)
@@ -199,6 +200,7 @@ def test_in_a_browser_tab_the_tooling_loads_from_the_wheel_and_the_verdict_stays
     )
     assert (mistaken, not_importing) == (False, False)
     assert "normalized transport 状态机：2/3 未通过" in printed, printed
+    assert f"rootdir: {copy / 'tests'}" in printed and "pi-course-check-" not in printed  # read into memory
     assert {"pi_course/adapter.py", "pi_course/course/__init__.py", "pi_course/chapter/installed.py"} <= held
     assert not any(
         name.startswith("pi_course/course/") and name != "pi_course/course/__init__.py" for name in held
