@@ -105,9 +105,7 @@ class _SourceRead(importlib.machinery.SourceFileLoader):
 
 
 def copy_finder(package: Path) -> CopyFinder | None:
-    """The finder for the copy whose ``pi_course`` folder is ``package``: only in a browser tab,
-    and not for the wheel's own ``pi_course``."""
+    """The finder for the tree whose ``pi_course`` folder is ``package`` (a copy, or the wheel's
+    own), in a browser tab; elsewhere None."""
     site = wheel_site()
-    if site is None or package == site / "pi_course":
-        return None
-    return CopyFinder(package, site)
+    return CopyFinder(package, site) if site is not None else None

@@ -159,6 +159,7 @@ class ScratchCopy:
             root / "pi_course",
             self.path / "pi_course",
             ignore=lambda folder, names: caches(folder, names) | left_to_the_wheel(folder, names),
+            copy_function=shutil.copyfile,  # the contents only: in a browser tab each request counts
         )
         tests = root / "tests" if (root / "tests").is_dir() else root / "pi_course" / "_course" / "tests"
         (self.path / "tests").mkdir()

@@ -20,6 +20,7 @@ import pytest
 from learners import apply, mistake
 
 import pi_course
+from pi_course.chapter.installed import copy_finder
 from pi_course.course import check as check_module
 from pi_course.course import inkernel
 from pi_course.course.plugin_path.pi_course_check.contract import TIMEOUT_VARIABLE
@@ -181,6 +182,12 @@ def test_in_a_browser_tab_the_tooling_loads_from_the_wheel_and_the_verdict_stays
         patch.setattr(sys, "platform", "emscripten")
         patch.setattr(inkernel, "BROWSER_STORAGE", tmp_path)  # the copy is in the "browser's storage"
         loaded = inkernel.run_code(where, copy, {})
+        kernels = copy_finder(copy / "pi_course")  # what begin() installs in a kernel of the copy
+        sys.meta_path.insert(0, kernels)
+        try:  # a check of another tree from that kernel imports that tree's pi_course
+            other = inkernel.run_code("import pi_course.adapter as a\nprint(a.__file__)", ROOT, {})
+        finally:
+            sys.meta_path.remove(kernels)
         mistaken = check_module.check(path=copy, verbose=True)  # pytest's report names the copy
         broken = copy / "pi_course" / "sse.py"
         broken.write_text(
@@ -198,6 +205,7 @@ def test_in_a_browser_tab_the_tooling_loads_from_the_wheel_and_the_verdict_stays
         f"{copy / 'pi_course' / 'adapter.py'} _SourceRead\n{ROOT / 'pi_course' / 'course' / 'check.py'}\n",
         "",
     )
+    assert other == (0, f"{ROOT / 'pi_course' / 'adapter.py'}\n", "")
     assert (mistaken, not_importing) == (False, False)
     assert "normalized transport 状态机：2/3 未通过" in printed, printed
     assert f"rootdir: {copy / 'tests'}" in printed and "pi-course-check-" not in printed  # read into memory
