@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.abc
 import importlib.machinery
 import importlib.util
+import os
 import sys
 import sysconfig
 from collections.abc import Sequence
@@ -49,6 +50,22 @@ def left_to_the_wheel(directory: str, names: list[str]) -> set[str]:
     if tooling_path([directory], f"pi_course.{folder.name}") == [directory]:
         return set()  # it loads from here: keep it whole
     return {name for name in names if name not in ("__init__.py", Path(__file__).name)}
+
+
+def copy_without_the_wheel(source: Path, target: Path) -> None:
+    """``source`` (a copy's ``pi_course`` or ``tests``) into ``target``, each file read once, with
+    no bytecode and nothing :func:`left_to_the_wheel` names: unlike ``shutil.copytree``, no stat of
+    each file to compare it or copy its times (in a tab, each is a request to the page)."""
+    target.mkdir(parents=True)
+    entries = list(os.scandir(source))
+    left = left_to_the_wheel(str(source), [entry.name for entry in entries])
+    for entry in entries:
+        if entry.name in left or entry.name == "__pycache__" or entry.name.endswith(".pyc"):
+            continue
+        if entry.is_dir():
+            copy_without_the_wheel(Path(entry.path), target / entry.name)
+        else:
+            (target / entry.name).write_bytes(Path(entry.path).read_bytes())
 
 
 class CopyFinder(importlib.abc.MetaPathFinder):

@@ -25,7 +25,6 @@ import importlib
 import inspect
 import io
 import os
-import shutil
 import sys
 import tempfile
 import traceback
@@ -33,7 +32,7 @@ from collections.abc import Coroutine, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..chapter.installed import copy_finder, left_to_the_wheel
+from ..chapter.installed import copy_finder, copy_without_the_wheel
 
 # Modules a run must import afresh from the tree under test (and drop again afterwards).
 SET_ASIDE = ("pi_course", "conftest", "test_05_provider_adapter", "test_05_beyond", "test_05_rules")
@@ -96,15 +95,9 @@ def read_into_memory(root: Path) -> Iterator[Path]:
         return
     with tempfile.TemporaryDirectory(prefix="pi-course-check-") as scratch:
         tree = Path(scratch) / root.name
-        caches = shutil.ignore_patterns("__pycache__", "*.pyc")
         for folder in ("pi_course", "tests"):
             if (root / folder).is_dir():
-                shutil.copytree(
-                    root / folder,
-                    tree / folder,
-                    ignore=lambda at, names: caches(at, names) | left_to_the_wheel(at, names),
-                    copy_function=shutil.copyfile,  # the contents only: no second request for times
-                )
+                copy_without_the_wheel(root / folder, tree / folder)
         yield tree
 
 

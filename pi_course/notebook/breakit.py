@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..chapter.installed import left_to_the_wheel
+from ..chapter.installed import copy_without_the_wheel
 from ..chapter.steps import FOCUSED_TEST
 from .partial_model import provider_index_slots
 
@@ -154,13 +154,7 @@ class ScratchCopy:
 
     def __init__(self, root: Path) -> None:
         self.path = Path(tempfile.mkdtemp(prefix="pi-course-break-it-"))
-        caches = shutil.ignore_patterns("__pycache__")
-        shutil.copytree(
-            root / "pi_course",
-            self.path / "pi_course",
-            ignore=lambda folder, names: caches(folder, names) | left_to_the_wheel(folder, names),
-            copy_function=shutil.copyfile,  # the contents only: in a browser tab each request counts
-        )
+        copy_without_the_wheel(root / "pi_course", self.path / "pi_course")
         tests = root / "tests" if (root / "tests").is_dir() else root / "pi_course" / "_course" / "tests"
         (self.path / "tests").mkdir()
         for name in (FOCUSED_TEST, "conftest.py"):
