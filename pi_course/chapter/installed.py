@@ -121,6 +121,15 @@ class _SourceRead(importlib.machinery.SourceFileLoader):
         raise OSError("no bytecode lookup: compiled from the source")
 
 
+def copy_finder_first(package_path: Sequence[str]) -> None:
+    """In a browser tab, a :class:`CopyFinder` for the ``pi_course`` at ``package_path`` goes first
+    on ``sys.meta_path``, in place of any other: the package's modules still to come are read in one
+    request each. (``chapter`` calls it: a kernel imports it before the lesson modules.)"""
+    finder = copy_finder(Path(package_path[0])) if package_path else None
+    if finder is not None:
+        sys.meta_path[:] = [finder, *(found for found in sys.meta_path if not isinstance(found, CopyFinder))]
+
+
 def copy_finder(package: Path) -> CopyFinder | None:
     """The finder for the tree whose ``pi_course`` folder is ``package`` (a copy, or the wheel's
     own), in a browser tab; elsewhere None."""

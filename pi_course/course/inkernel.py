@@ -56,6 +56,7 @@ def tree_first(root: Path, env: Mapping[str, str]) -> Iterator[None]:
     saved_environ = dict(os.environ)
     saved_modules = {name: module for name, module in sys.modules.items() if _ours(name)}
     saved_dont_write, saved_prefix = sys.dont_write_bytecode, sys.pycache_prefix
+    saved_finders = list(sys.meta_path)  # the tree's own chapter puts its CopyFinder first (in a tab)
     for name in saved_modules:
         del sys.modules[name]
     # As in a subprocess: the environment's PYTHONPATH (the runner's plugin folder, the tree) first.
@@ -73,8 +74,7 @@ def tree_first(root: Path, env: Mapping[str, str]) -> Iterator[None]:
     try:
         yield
     finally:
-        if finder is not None and finder in sys.meta_path:
-            sys.meta_path.remove(finder)
+        sys.meta_path[:] = saved_finders
         for name in [name for name in sys.modules if _ours(name)]:
             del sys.modules[name]
         sys.modules.update(saved_modules)

@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Any
 
 from ..chapter import steps as _steps
-from ..chapter.installed import CopyFinder, copy_finder
 from ..protocol import AssistantMessage, ModelEvent
 from . import freshness, stages
 from .display import describe_event
@@ -281,11 +280,6 @@ def begin() -> None:
         reloader.hide_errors = True  # a failed reload is said in one line before the cell, not 35
         for name in [name for name in sys.modules if _tooling(name)]:
             reloader.mark_module_skipped(name)  # given code: no stat of its files before every cell
-    root = _lesson_root()
-    finder = copy_finder(root / "pi_course") if root is not None else None
-    sys.meta_path[:] = [found for found in sys.meta_path if not isinstance(found, CopyFinder)]
-    if finder is not None:  # in a browser tab: the copy's lesson files read in one request each
-        sys.meta_path.insert(0, finder)
     shell.ast_transformers[:] = [t for t in shell.ast_transformers if not isinstance(t, _StopStaleCell)]
     shell.ast_transformers.append(_StopStaleCell())
 
