@@ -13,7 +13,7 @@ import importlib.util
 import os
 import sys
 import sysconfig
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from types import ModuleType
 
@@ -52,13 +52,14 @@ def left_to_the_wheel(directory: str, names: list[str]) -> set[str]:
     return {name for name in names if name not in ("__init__.py", Path(__file__).name)}
 
 
-def copy_without_the_wheel(source: Path, target: Path) -> None:
-    """``source`` (a copy's ``pi_course`` or ``tests``) into ``target``, each file read once, with
-    no bytecode and nothing :func:`left_to_the_wheel` names: unlike ``shutil.copytree``, no stat of
-    each file to compare it or copy its times (in a tab, each is a request to the page)."""
+def copy_without_the_wheel(source: Path, target: Path, leave: Collection[str] = ()) -> None:
+    """``source`` (a copy, or its ``pi_course``) into ``target`` but ``leave`` (names in ``source``),
+    each file read once, with no bytecode and nothing :func:`left_to_the_wheel` names: unlike
+    ``shutil.copytree``, no stat of each file to compare it or copy its times (in a tab, each is a
+    request to the page)."""
     target.mkdir(parents=True)
     entries = list(os.scandir(source))
-    left = left_to_the_wheel(str(source), [entry.name for entry in entries])
+    left = {*leave, *left_to_the_wheel(str(source), [entry.name for entry in entries])}
     for entry in entries:
         if entry.name in left or entry.name == "__pycache__" or entry.name.endswith(".pyc"):
             continue

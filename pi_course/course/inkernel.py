@@ -88,16 +88,14 @@ def tree_first(root: Path, env: Mapping[str, str]) -> Iterator[None]:
 @contextlib.contextmanager
 def read_into_memory(root: Path) -> Iterator[Path]:
     """In a browser tab, a tree in the browser's storage as a copy in memory, read file by file
-    once: its ``pi_course`` (but what loads from the wheel) and ``tests``. Everything a check does
-    afterwards (imports, pytest's lookups) then costs no request to the page. Elsewhere: ``root``."""
+    once: all but its notebooks and what loads from the wheel. Everything a check does afterwards
+    (imports, pytest's lookups) then costs no request to the page. Elsewhere: ``root`` itself."""
     if not in_browser() or BROWSER_STORAGE not in root.parents:
         yield root
         return
     with tempfile.TemporaryDirectory(prefix="pi-course-check-") as scratch:
         tree = Path(scratch) / root.name
-        for folder in ("pi_course", "tests"):
-            if (root / folder).is_dir():
-                copy_without_the_wheel(root / folder, tree / folder)
+        copy_without_the_wheel(root, tree, leave=("notebooks",))
         yield tree
 
 

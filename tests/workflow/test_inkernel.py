@@ -188,6 +188,9 @@ def test_in_a_browser_tab_the_tooling_loads_from_the_wheel_and_the_verdict_stays
             other = inkernel.run_code("import pi_course.adapter as a\nprint(a.__file__)", ROOT, {})
         finally:
             sys.meta_path.remove(kernels)
+        (copy / "learner_helper.py").write_text("GREETING = 'hi'\n", encoding="utf-8")  # at the root,
+        outbound = copy / "pi_course" / "outbound.py"  # imported by a lesson file: in the memory copy too
+        outbound.write_text(outbound.read_text(encoding="utf-8") + "\nimport learner_helper  # noqa\n")
         mistaken = check_module.check(path=copy, verbose=True)  # pytest's report names the copy
         broken = copy / "pi_course" / "sse.py"
         broken.write_text(
@@ -207,7 +210,7 @@ def test_in_a_browser_tab_the_tooling_loads_from_the_wheel_and_the_verdict_stays
     )
     assert other == (0, f"{ROOT / 'pi_course' / 'adapter.py'}\n", "")
     assert (mistaken, not_importing) == (False, False)
-    assert "normalized transport 状态机：2/3 未通过" in printed, printed
+    assert "出站转换：1/1 通过" in printed and "normalized transport 状态机：2/3 未通过" in printed, printed
     assert f"rootdir: {copy / 'tests'}" in printed and "pi-course-check-" not in printed  # read into memory
     assert {"pi_course/adapter.py", "pi_course/course/__init__.py", "pi_course/chapter/installed.py"} <= held
     assert not any(
