@@ -42,7 +42,7 @@ def tooling_path(path: list[str], name: str, site: Path | None = None) -> list[s
 
 
 def left_to_the_wheel(directory: str, names: list[str]) -> set[str]:
-    """A ``shutil.copytree`` ignore: what a copy of a ``pi_course`` need not hold because it loads
+    """Of ``names`` in ``directory``, what a copy of a ``pi_course`` need not hold because it loads
     from the installed wheel (in a browser tab: a tooling subpackage's files but its loaders)."""
     folder = Path(directory)
     if folder.parent.name != "pi_course":

@@ -32,7 +32,7 @@ from collections.abc import Coroutine, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..chapter.installed import copy_finder, copy_without_the_wheel
+from ..chapter.installed import copy_finder_first, copy_without_the_wheel
 
 # Modules a run must import afresh from the tree under test (and drop again afterwards).
 SET_ASIDE = ("pi_course", "conftest", "test_05_provider_adapter", "test_05_beyond", "test_05_rules")
@@ -56,7 +56,7 @@ def tree_first(root: Path, env: Mapping[str, str]) -> Iterator[None]:
     saved_environ = dict(os.environ)
     saved_modules = {name: module for name, module in sys.modules.items() if _ours(name)}
     saved_dont_write, saved_prefix = sys.dont_write_bytecode, sys.pycache_prefix
-    saved_finders = list(sys.meta_path)  # the tree's own chapter puts its CopyFinder first (in a tab)
+    saved_finders = list(sys.meta_path)  # a tab's CopyFinder for the tree goes first (see below)
     for name in saved_modules:
         del sys.modules[name]
     # As in a subprocess: the environment's PYTHONPATH (the runner's plugin folder, the tree) first.
@@ -65,9 +65,7 @@ def tree_first(root: Path, env: Mapping[str, str]) -> Iterator[None]:
     os.environ.clear()
     os.environ.update(env)
     sys.dont_write_bytecode = True  # the learner's tree stays as they wrote it; always compiled anew
-    finder = copy_finder(root / "pi_course")
-    if finder is not None:  # the copy's lesson files read in one request each (see CopyFinder)
-        sys.meta_path.insert(0, finder)
+    copy_finder_first([str(root / "pi_course")])  # in a tab: the tree's lesson files read once each
     if in_browser():  # no __pycache__ lookup in the browser's storage: a request to the page per module
         sys.pycache_prefix = BROWSER_PYCACHE
     importlib.invalidate_caches()
