@@ -45,6 +45,10 @@ def in_browser() -> bool:
     return sys.platform == "emscripten"
 
 
+def _in_storage(entry: str) -> bool:
+    return bool(entry) and Path(entry).is_relative_to(BROWSER_STORAGE)  # "": the run's own folder
+
+
 def _ours(name: str) -> bool:
     return any(name == root or name.startswith(root + ".") for root in SET_ASIDE)
 
@@ -59,9 +63,11 @@ def tree_first(root: Path, env: Mapping[str, str]) -> Iterator[None]:
     saved_finders = list(sys.meta_path)  # a tab's CopyFinder for the tree goes first (see below)
     for name in saved_modules:
         del sys.modules[name]
-    # As in a subprocess: the environment's PYTHONPATH (the runner's plugin folder, the tree) first.
+    # As in a subprocess: the environment's PYTHONPATH (the runner's plugin folder, the tree) first,
+    # and not the kernel's own folders in the browser's storage (in a tab: a request per import).
     entries = [entry for entry in env.get("PYTHONPATH", "").split(os.pathsep) if entry]
-    sys.path[:0] = [*entries, str(root)] if str(root) not in entries else entries
+    kernels = [entry for entry in saved_path if not (in_browser() and _in_storage(entry))]
+    sys.path[:] = [*entries, *([str(root)] if str(root) not in entries else []), *kernels]
     os.environ.clear()
     os.environ.update(env)
     sys.dont_write_bytecode = True  # the learner's tree stays as they wrote it; always compiled anew
@@ -93,7 +99,7 @@ def read_into_memory(root: Path) -> Iterator[Path]:
         return
     with tempfile.TemporaryDirectory(prefix="pi-course-check-") as scratch:
         tree = Path(scratch) / root.name
-        copy_without_the_wheel(root, tree, leave=("notebooks",))
+        copy_without_the_wheel(root, tree, leave=("notebooks",), loaders=False)  # tree_first's finder
         yield tree
 
 
@@ -101,7 +107,12 @@ def run_code(code: str, root: Path, env: Mapping[str, str]) -> tuple[int, str, s
     """Execute ``code`` as ``python -c`` would in ``root``: (exit status, stdout, stderr)."""
     out, err = io.StringIO(), io.StringIO()
     status = 0
-    with tree_first(root, env), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    with (
+        tree_first(root, env),
+        contextlib.chdir(root),
+        contextlib.redirect_stdout(out),
+        contextlib.redirect_stderr(err),
+    ):
         try:
             exec(compile(code, "<string>", "exec"), {"__name__": "__main__"})
         except SystemExit as stop:

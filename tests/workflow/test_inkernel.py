@@ -188,6 +188,13 @@ def test_in_a_browser_tab_the_tooling_loads_from_the_wheel_and_the_verdict_stays
             other = inkernel.run_code("import pi_course.adapter as a\nprint(a.__file__)", ROOT, {})
         finally:
             sys.meta_path.remove(kernels)
+        sys.path.insert(0, str(copy))  # as the copy's first cell does in its kernel
+        try:  # a run sees the tree once, not the kernel's folders in storage (a request per import)
+            run_path = inkernel.run_code("import sys\nprint(*sys.path, sep='\\n')", copy, {})[1]
+            with inkernel.read_into_memory(copy) as tree:  # what check() reads: lesson files only
+                in_memory = {path.name for path in (tree / "pi_course").iterdir()}
+        finally:
+            sys.path.remove(str(copy))
         (copy / "learner_helper.py").write_text("GREETING = 'hi'\n", encoding="utf-8")  # at the root,
         outbound = copy / "pi_course" / "outbound.py"  # imported by a lesson file: in the memory copy too
         outbound.write_text(outbound.read_text(encoding="utf-8") + "\nimport learner_helper  # noqa\n")
@@ -209,6 +216,8 @@ def test_in_a_browser_tab_the_tooling_loads_from_the_wheel_and_the_verdict_stays
         "",
     )
     assert other == (0, f"{ROOT / 'pi_course' / 'adapter.py'}\n", "")
+    assert [entry for entry in run_path.splitlines() if Path(entry).is_relative_to(tmp_path)] == [str(copy)]
+    assert "adapter.py" in in_memory and not in_memory & {"chapter", "course", "notebook", "provider"}
     assert (mistaken, not_importing) == (False, False)
     assert "出站转换：1/1 通过" in printed and "normalized transport 状态机：2/3 未通过" in printed, printed
     assert f"rootdir: {copy / 'tests'}" in printed and "pi-course-check-" not in printed  # read into memory
