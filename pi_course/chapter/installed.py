@@ -17,6 +17,8 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 from types import ModuleType
 
+BROWSER_STORAGE = Path("/drive")  # JupyterLite's files: each stat or open is a request to the page
+
 
 def wheel_site() -> Path | None:
     """In a browser tab (Pyodide), the site-packages the wheel is installed in; elsewhere None."""
@@ -144,3 +146,11 @@ def copy_finder(package: Path) -> CopyFinder | None:
     own), in a browser tab; elsewhere None."""
     site = wheel_site()
     return CopyFinder(package, site) if site is not None else None
+
+
+def storage_last(storage: Path = BROWSER_STORAGE) -> None:
+    """In a browser tab, the ``sys.path`` entries in ``storage`` (the notebook's folder, a copy's
+    root) go after the installed packages: an import of one of those then asks the page nothing. A
+    copy's ``pi_course`` comes through its :class:`CopyFinder` whatever the order."""
+    if wheel_site() is not None:
+        sys.path.sort(key=lambda entry: Path(os.path.abspath(entry)).is_relative_to(storage))

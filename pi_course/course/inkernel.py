@@ -32,12 +32,11 @@ from collections.abc import Coroutine, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..chapter.installed import copy_finder_first, copy_without_the_wheel
+from ..chapter.installed import BROWSER_STORAGE, copy_finder_first, copy_without_the_wheel
 
 # Modules a run must import afresh from the tree under test (and drop again afterwards).
 SET_ASIDE = ("pi_course", "conftest", "test_05_provider_adapter", "test_05_beyond", "test_05_rules")
 BROWSER_PYCACHE = "/tmp/pi-course-pycache"  # in memory (Pyodide's /tmp); never written: looked up only
-BROWSER_STORAGE = Path("/drive")  # JupyterLite's files: each stat or open is a request to the page
 
 
 def in_browser() -> bool:

@@ -20,7 +20,7 @@ import pytest
 from learners import apply, mistake
 
 import pi_course
-from pi_course.chapter.installed import copy_finder
+from pi_course.chapter.installed import copy_finder, storage_last
 from pi_course.course import check as check_module
 from pi_course.course import inkernel
 from pi_course.course.plugin_path.pi_course_check.contract import TIMEOUT_VARIABLE
@@ -228,3 +228,21 @@ def test_in_a_browser_tab_the_tooling_loads_from_the_wheel_and_the_verdict_stays
     assert (
         "pi_course/sse.py 第 " in printed and "SyntaxError: expected ':'（pi_course 无法导入）" in printed
     ), printed
+
+
+def test_in_a_browser_tab_the_folders_in_storage_are_searched_after_the_installed_packages(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """An import of an installed package stats each folder before it on ``sys.path``: in a tab, a
+    request to the page for each folder in the browser's storage (the notebook's own, the copy's)."""
+    notebooks, root, site = tmp_path / "copy" / "notebooks", str(tmp_path / "copy"), "/lib/site-packages"
+    notebooks.mkdir(parents=True)
+    monkeypatch.chdir(notebooks)
+    monkeypatch.setattr(sys, "path", [root, "", "/lib/python314.zip", site])
+    storage_last(tmp_path)  # not in a tab: nothing moves
+    assert sys.path == [root, "", "/lib/python314.zip", site]
+    monkeypatch.setattr(sysconfig, "get_paths", lambda *args, **kwargs: {"purelib": site})
+    monkeypatch.setattr(sys, "platform", "emscripten")
+    storage_last(tmp_path)
+    assert sys.path == ["/lib/python314.zip", site, root, ""]
+

@@ -1,0 +1,142 @@
+"""Autoreload in a browser tab: the lesson files' times from one read of the browser's storage.
+
+Before every cell autoreload asks for the time of each lesson file it loaded; in a tab each ask is a
+request to the page (5-17 ms, nine files). JupyterLite keeps every file the learner saved in
+IndexedDB (database ``JupyterLite Storage - <baseUrl>``, store ``files``, keyed by path, with its
+``last_modified``); a file never saved is the site's own and keeps its time. So one read of that
+store (about 3 ms) gives every lesson file's time. When it cannot be read, autoreload asks as before.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from ..chapter.installed import BROWSER_STORAGE, wheel_site
+
+Times = tuple[str | None, float | None]
+# The saved files under a path prefix, {path: last_modified}; null when no one storage is this site's.
+READ_SAVED = """async (prefix) => {
+  const lite = 'JupyterLite Storage - ';
+  const names = (await indexedDB.databases()).map((found) => found.name)
+    .filter((name) => name.startsWith(lite) && location.pathname.startsWith(name.slice(lite.length)))
+    .sort((a, b) => b.length - a.length);
+  if (names.length === 0) return null;
+  const db = await new Promise((ok, failed) => {
+    const opening = indexedDB.open(names[0]);
+    opening.onsuccess = () => ok(opening.result);
+    opening.onerror = () => failed(opening.error);
+  });
+  try {
+    if (!db.objectStoreNames.contains('files')) return null;
+    const found = {};
+    const files = db.transaction('files', 'readonly').objectStore('files');
+    await new Promise((ok, failed) => {
+      const reading = files.openCursor(IDBKeyRange.bound(prefix, prefix + '\\uffff'));
+      reading.onsuccess = () => {
+        const at = reading.result;
+        if (!at) return ok();
+        found[at.key] = at.value.last_modified;
+        at.continue();
+      };
+      reading.onerror = () => failed(reading.error);
+    });
+    return found;
+  } finally {
+    db.close();
+  }
+}"""
+
+
+def read_saved(prefix: str) -> dict[str, str] | None:
+    """``{path: last_modified}`` of the files saved under ``prefix``, in one read of the tab's storage."""
+    from pyodide.code import run_js  # type: ignore[import-not-found]
+    from pyodide.ffi import run_sync  # type: ignore[import-not-found]
+
+    found = run_sync(run_js(f"({READ_SAVED})")(prefix))
+    return None if found is None else dict(found.to_py())
+
+
+class SavedTimes:
+    """An autoreload ``ModuleReloader`` whose times for the files in ``folder`` (in ``storage``) come
+    from one read of the saved files per check (it wraps ``check`` and ``filename_and_mtime``)."""
+
+    def __init__(
+        self,
+        reloader: Any,
+        folder: Path,
+        storage: Path = BROWSER_STORAGE,
+        read: Callable[[str], dict[str, str] | None] = read_saved,
+    ) -> None:
+        self.storage, self._read = storage, read
+        self.folder = folder
+        self._stat: Callable[[ModuleType], Times] = reloader.filename_and_mtime
+        self._check: Callable[..., Any] = reloader.check
+        self._checking = False
+        self._saved: dict[str, float] | None = None  # during a check: path in storage → its time
+        self._site: dict[str, float] = {}  # a file never saved: the site's own, whose time stays
+        reloader.filename_and_mtime, reloader.check = self.filename_and_mtime, self.check
+        reloader.saved_times = self
+
+    @property
+    def folder(self) -> Path:
+        return self._folder
+
+    @folder.setter
+    def folder(self, folder: Path) -> None:
+        self._folder = folder
+        self._inside = f"{folder}{os.sep}"  # plain strings: a Path per module costs 30 ms a cell
+        self._key = f"{folder.relative_to(self.storage).as_posix()}/"  # the storage's key prefix
+
+    def check(self, *args: Any, **kwargs: Any) -> Any:
+        self._checking, self._saved = True, self._saved_now()
+        try:
+            return self._check(*args, **kwargs)
+        finally:
+            self._checking, self._saved = False, None
+
+    def filename_and_mtime(self, module: ModuleType) -> Times:
+        file = getattr(module, "__file__", None)
+        if not (isinstance(file, str) and file.startswith(self._inside) and file.endswith(".py")):
+            return self._stat(module)  # not a lesson file (most of sys.modules: this runs for each)
+        saved = self._saved if self._checking else self._saved_now()  # after a cell: its new modules
+        if saved is None:
+            return self._stat(module)
+        key = self._key + file.removeprefix(self._inside)
+        if key in saved:
+            return file, saved[key]
+        if file not in self._site:
+            name, time = self._stat(module)
+            if time is None:
+                return name, time
+            self._site[file] = time
+        return file, self._site[file]
+
+    def _saved_now(self) -> dict[str, float] | None:
+        try:
+            found = self._read(self._key)
+            return None if found is None else {key: _seconds(when) for key, when in found.items()}
+        except Exception:  # no IndexedDB here, no stack switching, a time it cannot read: stat as before
+            self._read = lambda prefix: None
+            return None
+
+
+def _seconds(when: str) -> float:
+    """An ISO time as the seconds a ``stat`` of that file gives (whole milliseconds, as JavaScript)."""
+    return round(datetime.fromisoformat(when).timestamp() * 1000) / 1000
+
+
+def saved_times(reloader: Any, folder: Path) -> None:
+    """In a browser tab, ``reloader`` (autoreload's) takes the times of the lesson files in ``folder``
+    from one read of the saved files per cell (once); elsewhere it stays as it is."""
+    installed = getattr(reloader, "saved_times", None)
+    if wheel_site() is None or not folder.is_relative_to(BROWSER_STORAGE):
+        return
+    if isinstance(installed, SavedTimes):
+        installed.folder = folder
+    else:
+        SavedTimes(reloader, folder)

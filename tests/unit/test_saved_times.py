@@ -1,0 +1,109 @@
+"""Autoreload's times in a browser tab: one read of the saved files per cell instead of a stat per file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from pi_course.notebook.saved_times import SavedTimes
+
+STORAGE = Path("/drive")
+FOLDER = STORAGE / "practice" / "pi_course"
+SITE_TIME = 1796426778.936  # what a stat of a file never saved gives (the site's own)
+
+
+def module(path: Path) -> ModuleType:
+    found = ModuleType(path.stem)
+    found.__file__ = str(path)
+    return found
+
+
+ADAPTER, SEAM, HELPER = (
+    module(FOLDER / "adapter.py"),
+    module(FOLDER / "seam.py"),
+    module(FOLDER.parent / "helper.py"),
+)
+
+
+class Reloader:
+    """The two methods of IPython's ``ModuleReloader`` that SavedTimes wraps, stat'ing a fake disk."""
+
+    def __init__(self, disk: dict[str, float]) -> None:
+        self.disk = disk
+        self.stats: list[str] = []
+
+    def filename_and_mtime(self, found: ModuleType) -> tuple[str | None, float | None]:
+        assert found.__file__ is not None
+        self.stats.append(Path(found.__file__).name)
+        time = self.disk.get(found.__file__)
+        return (found.__file__, time) if time is not None else (None, None)
+
+    def check(self) -> list[tuple[str | None, float | None]]:
+        return [self.filename_and_mtime(found) for found in (ADAPTER, SEAM, HELPER)]
+
+
+class Storage:
+    """The saved files a read of the tab's storage returns; counts the reads."""
+
+    def __init__(self, saved: dict[str, str] | Exception | None) -> None:
+        self.saved, self.reads = saved, 0
+
+    def __call__(self, prefix: str) -> dict[str, str] | None:
+        self.reads += 1
+        assert prefix == "practice/pi_course/"
+        if isinstance(self.saved, Exception):
+            raise self.saved
+        if self.saved is None:
+            return None
+        return {key: when for key, when in self.saved.items() if key.startswith(prefix)}
+
+
+def wrapped(disk: dict[str, float], storage: Any) -> Reloader:
+    reloader = Reloader(disk)
+    SavedTimes(reloader, FOLDER, STORAGE, storage)
+    return reloader
+
+
+def test_saved_files_take_their_time_from_one_read_and_the_sites_own_files_one_stat() -> None:
+    disk = {str(ADAPTER.__file__): 1.0, str(SEAM.__file__): SITE_TIME, str(HELPER.__file__): 7.0}
+    storage = Storage({"practice/pi_course/adapter.py": "2026-12-04T23:39:05.959Z", "practice/x.py": "…"})
+    reloader = wrapped(disk, storage)
+    first = reloader.check()
+    assert first == [
+        (ADAPTER.__file__, 1796427545.959),  # as a stat of the saved file gives it, to the millisecond
+        (SEAM.__file__, SITE_TIME),
+        (HELPER.__file__, 7.0),  # outside the lesson folder: a stat, always
+    ]
+    assert (storage.reads, reloader.stats) == (1, ["seam.py", "helper.py"])
+    assert reloader.check() == first
+    assert (storage.reads, reloader.stats) == (2, ["seam.py", "helper.py", "helper.py"])  # seam: remembered
+
+    assert isinstance(storage.saved, dict)
+    storage.saved["practice/pi_course/seam.py"] = "2026-12-05T00:00:00.001Z"  # the learner saves seam.py
+    del storage.saved["practice/pi_course/adapter.py"]  # and resets adapter.py (deleted: the site's again)
+    assert reloader.check()[:2] == [(ADAPTER.__file__, 1.0), (SEAM.__file__, 1796428800.001)]
+
+
+def test_outside_a_check_each_new_module_reads_the_storage_once() -> None:
+    storage = Storage({"practice/pi_course/adapter.py": "2026-12-04T23:39:05.959Z"})
+    reloader = wrapped({}, storage)
+    assert reloader.filename_and_mtime(ADAPTER) == (ADAPTER.__file__, 1796427545.959)
+    assert (storage.reads, reloader.stats) == (1, [])
+
+
+@pytest.mark.parametrize(
+    ("saved", "reads"),
+    [(None, 2), ({"practice/pi_course/adapter.py": "yesterday"}, 1), (RuntimeError("no JSPI"), 1)],
+    ids=["not-this-sites-storage", "a-time-it-cannot-read", "no-stack-switching"],
+)
+def test_without_the_storage_autoreload_stats_each_file_as_before(saved: Any, reads: int) -> None:
+    disk = {str(ADAPTER.__file__): 1.0, str(SEAM.__file__): 2.0, str(HELPER.__file__): 3.0}
+    storage = Storage(saved)
+    reloader = wrapped(disk, storage)
+    for _ in range(2):
+        assert reloader.check() == [(ADAPTER.__file__, 1.0), (SEAM.__file__, 2.0), (HELPER.__file__, 3.0)]
+    assert reloader.stats == ["adapter.py", "seam.py", "helper.py"] * 2
+    assert storage.reads == reads  # a read that failed once is not tried again
