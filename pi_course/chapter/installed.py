@@ -120,6 +120,7 @@ class _SourceRead(importlib.machinery.SourceFileLoader):
 
     def __init__(self, name: str, path: str, source: bytes) -> None:
         super().__init__(name, path)
+        self.compiled = source  # what the module runs: tools that need its source need not read it
         self._source: bytes | None = source
 
     def get_data(self, path: str) -> bytes:
@@ -130,6 +131,12 @@ class _SourceRead(importlib.machinery.SourceFileLoader):
 
     def path_stats(self, path: str) -> dict[str, float]:
         raise OSError("no bytecode lookup: compiled from the source")
+
+
+def compiled_source(module: ModuleType) -> str | None:
+    """The source a :class:`CopyFinder` read and compiled ``module`` from, else None (read the file)."""
+    loader = getattr(getattr(module, "__spec__", None), "loader", None)
+    return importlib.util.decode_source(loader.compiled) if isinstance(loader, _SourceRead) else None
 
 
 def copy_finder_first(package_path: Sequence[str]) -> None:

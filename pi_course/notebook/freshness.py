@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..chapter.installed import compiled_source
+
 LESSON = ("protocol", "outbound", "adapter", "sse", "transport", "seam", "stream_rules", "payload_reading")
 RESTART = (
     "重启内核：{why}，这种改动自动重新加载（autoreload）接不上。"
@@ -47,10 +49,13 @@ class Stale:
 _parsed: dict[Path, tuple[float, dict[str, set[str]]]] = {}
 
 
-def dataclass_fields(path: Path, mtime: float | None = None) -> dict[str, set[str]]:
+def dataclass_fields(
+    path: Path, mtime: float | None = None, source: str | None = None
+) -> dict[str, set[str]]:
     """The fields each top-level dataclass of ``path`` declares on disk (cached by mtime).
 
-    ``mtime``: the file's modification time if the caller already knows it (autoreload looked).
+    ``mtime``: the file's modification time if the caller already knows it (autoreload looked);
+    ``source``: its text if the caller has it (in a tab, a read is a request to the page).
     """
     if mtime is None:
         try:
@@ -61,7 +66,7 @@ def dataclass_fields(path: Path, mtime: float | None = None) -> dict[str, set[st
     if cached is not None and cached[0] == mtime:
         return cached[1]
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = ast.parse(source if source is not None else path.read_text(encoding="utf-8"))
     except (OSError, SyntaxError, ValueError):
         return {}
     found: dict[str, set[str]] = {}
@@ -104,7 +109,8 @@ def field_mismatch(
     """
     for name, module in _lesson_modules(root).items():
         path = root / "pi_course" / f"{name}.py"
-        for cls_name, on_disk in dataclass_fields(path, (mtimes or {}).get(module.__name__)).items():
+        first = compiled_source(module) if path not in _parsed else None  # as it was imported: unread
+        for cls_name, on_disk in dataclass_fields(path, (mtimes or {}).get(module.__name__), first).items():
             loaded = [getattr(module, cls_name, None)]
             loaded += [value for value in (namespace or {}).values() if _same_class(value, module, cls_name)]
             for cls in loaded:

@@ -36,7 +36,7 @@ from ..chapter.installed import storage_last
 from ..protocol import AssistantMessage, ModelEvent
 from . import freshness, stages
 from .display import describe_event
-from .saved_times import saved_times
+from .tab_autoreload import autoreload_in_a_tab
 
 METADATA_KEY = "pi_course"
 _STUB = re.compile(r"Lab (5\.[1-4])\b.*尚未实现")
@@ -283,8 +283,8 @@ def begin() -> None:
         for name in [name for name in sys.modules if _tooling(name)]:
             reloader.mark_module_skipped(name)  # given code: no stat of its files before every cell
         root = _lesson_root()
-        if root is not None:  # in a browser tab: the lesson files' times in one read, not nine
-            saved_times(reloader, root / "pi_course")
+        if root is not None:  # in a browser tab: no request to the page per lesson file and cell
+            autoreload_in_a_tab(reloader, root / "pi_course")
     shell.ast_transformers[:] = [t for t in shell.ast_transformers if not isinstance(t, _StopStaleCell)]
     shell.ast_transformers.append(_StopStaleCell())
     storage_last()  # in a browser tab: an import of an installed package asks the page nothing

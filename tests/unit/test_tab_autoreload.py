@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 from typing import Any
 
 import pytest
 
-from pi_course.notebook.saved_times import SavedTimes
+from pi_course.chapter.installed import _SourceRead
+from pi_course.notebook import freshness
+from pi_course.notebook.tab_autoreload import SavedTimes, known_sources
 
 STORAGE = Path("/drive")
 FOLDER = STORAGE / "practice" / "pi_course"
@@ -107,3 +111,43 @@ def test_without_the_storage_autoreload_stats_each_file_as_before(saved: Any, re
         assert reloader.check() == [(ADAPTER.__file__, 1.0), (SEAM.__file__, 2.0), (HELPER.__file__, 3.0)]
     assert reloader.stats == ["adapter.py", "seam.py", "helper.py"] * 2
     assert storage.reads == reads  # a read that failed once is not tried again
+
+
+def read_by_the_finder(name: str, path: Path, source: str) -> ModuleType:
+    """A module as a copy's CopyFinder loads it: compiled from what it read, never read again."""
+    spec = importlib.util.spec_from_file_location(
+        name, path, loader=_SourceRead(name, str(path), source.encode())
+    )
+    assert spec is not None and spec.loader is not None
+    found = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(found)
+    return found
+
+
+def test_deduperreload_gets_the_source_the_finder_compiled_instead_of_reading_the_file(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    source = "VALUE = '读过一次'\n"
+    found = read_by_the_finder("copy_lesson", tmp_path / "copy_lesson.py", source)  # no such file on disk
+    monkeypatch.setitem(sys.modules, "copy_lesson", found)
+    updated: list[bool] = []
+    deduper = SimpleNamespace(source_by_modname={}, update_sources=lambda: updated.append(True))
+    known_sources(deduper)
+    deduper.update_sources()
+    assert deduper.source_by_modname["copy_lesson"] == source and updated == [True]
+    assert "json" not in deduper.source_by_modname  # not the finder's: deduperreload reads it as before
+
+
+def test_the_first_look_at_a_lesson_files_dataclasses_is_the_source_it_was_compiled_from(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    path = tmp_path / "pi_course" / "protocol.py"  # never written: reading it would find nothing
+    found = read_by_the_finder(
+        "pi_course.protocol",
+        path,
+        "from dataclasses import dataclass\n\n@dataclass\nclass AgentContext:\n    tools: list\n",
+    )
+    monkeypatch.setitem(sys.modules, "pi_course.protocol", found)
+    monkeypatch.setattr(freshness, "_parsed", {})
+    assert freshness.field_mismatch(tmp_path, mtimes={"pi_course.protocol": 1.0}) is None
+    assert freshness._parsed[path] == (1.0, {"AgentContext": {"tools"}})

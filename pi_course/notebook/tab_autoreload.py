@@ -1,22 +1,25 @@
-"""Autoreload in a browser tab: the lesson files' times from one read of the browser's storage.
+"""Autoreload in a browser tab, without a request to the page for each lesson file.
 
-Before every cell autoreload asks for the time of each lesson file it loaded; in a tab each ask is a
-request to the page (5-17 ms, nine files). JupyterLite keeps every file the learner saved in
-IndexedDB (database ``JupyterLite Storage - <baseUrl>``, store ``files``, keyed by path, with its
-``last_modified``); a file never saved is the site's own and keeps its time. So one read of that
-store (about 3 ms) gives every lesson file's time. When it cannot be read, autoreload asks as before.
+Before every cell autoreload asks for the time of each lesson file it loaded, and for each new
+module it reads the source once (for its "deduper"); in a tab each ask is a request to the page
+(5-17 ms). JupyterLite keeps every file the learner saved in IndexedDB (database ``JupyterLite
+Storage - <baseUrl>``, store ``files``, keyed by path, with its ``last_modified``); a file never
+saved is the site's own and keeps its time. So one read of that store (about 3 ms) gives every
+lesson file's time, and the copy's finder already holds the source each module was compiled from.
+When the store cannot be read, autoreload asks as before.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from ..chapter.installed import BROWSER_STORAGE, wheel_site
+from ..chapter.installed import BROWSER_STORAGE, compiled_source, wheel_site
 
 Times = tuple[str | None, float | None]
 # The saved files under a path prefix, {path: last_modified}; null when no one storage is this site's.
@@ -130,13 +133,29 @@ def _seconds(when: str) -> float:
     return round(datetime.fromisoformat(when).timestamp() * 1000) / 1000
 
 
-def saved_times(reloader: Any, folder: Path) -> None:
-    """In a browser tab, ``reloader`` (autoreload's) takes the times of the lesson files in ``folder``
-    from one read of the saved files per cell (once); elsewhere it stays as it is."""
+def known_sources(deduper: Any) -> None:
+    """IPython's deduperreload reads each new module's source; a module the copy's finder read gets
+    the source it was compiled from instead (it wraps ``update_sources``)."""
+    update = deduper.update_sources
+
+    def update_sources() -> None:
+        for name, module in list(sys.modules.items()):
+            if name not in deduper.source_by_modname and (source := compiled_source(module)) is not None:
+                deduper.source_by_modname[name] = source
+        update()
+
+    deduper.update_sources = update_sources
+
+
+def autoreload_in_a_tab(reloader: Any, folder: Path) -> None:
+    """In a browser tab, ``reloader`` (autoreload's) asks the page nothing about the lesson files in
+    ``folder`` (installed once; a later call moves it to ``folder``); elsewhere it stays as it is."""
     installed = getattr(reloader, "saved_times", None)
     if wheel_site() is None or not folder.is_relative_to(BROWSER_STORAGE):
         return
     if isinstance(installed, SavedTimes):
         installed.folder = folder
-    else:
-        SavedTimes(reloader, folder)
+        return
+    SavedTimes(reloader, folder)
+    if getattr(reloader, "deduper_reloader", None) is not None:  # IPython 9
+        known_sources(reloader.deduper_reloader)
