@@ -80,7 +80,7 @@ class SavedTimes:
         self._stat: Callable[[ModuleType], Times] = reloader.filename_and_mtime
         self._check: Callable[..., Any] = reloader.check
         self._checking = False
-        self._saved: dict[str, float] | None = None  # during a check: path in storage → its time
+        self._saved: dict[str, float] | None = None  # since the last check began: key → its time
         self._site: dict[str, float] = {}  # a file never saved: the site's own, whose time stays
         reloader.filename_and_mtime, reloader.check = self.filename_and_mtime, self.check
         reloader.saved_times = self
@@ -100,13 +100,15 @@ class SavedTimes:
         try:
             return self._check(*args, **kwargs)
         finally:
-            self._checking, self._saved = False, None
+            self._checking, self._saved = False, None  # the cell's new modules: read again after it
 
     def filename_and_mtime(self, module: ModuleType) -> Times:
         file = getattr(module, "__file__", None)
         if not (isinstance(file, str) and file.startswith(self._inside) and file.endswith(".py")):
             return self._stat(module)  # not a lesson file (most of sys.modules: this runs for each)
-        saved = self._saved if self._checking else self._saved_now()  # after a cell: its new modules
+        if not self._checking and self._saved is None:  # after a cell, for its new modules: one read
+            self._saved = self._saved_now()
+        saved = self._saved
         if saved is None:
             return self._stat(module)
         key = self._key + file.removeprefix(self._inside)

@@ -91,11 +91,15 @@ def test_saved_files_take_their_time_from_one_read_and_the_sites_own_files_one_s
     assert reloader.check()[:2] == [(ADAPTER.__file__, 1.0), (SEAM.__file__, 1796428800.001)]
 
 
-def test_outside_a_check_each_new_module_reads_the_storage_once() -> None:
+def test_after_a_cell_its_new_modules_take_their_times_from_one_fresh_read() -> None:
     storage = Storage({"practice/pi_course/adapter.py": "2026-12-04T23:39:05.959Z"})
-    reloader = wrapped({}, storage)
-    assert reloader.filename_and_mtime(ADAPTER) == (ADAPTER.__file__, 1796427545.959)
-    assert (storage.reads, reloader.stats) == (1, [])
+    reloader = wrapped({str(SEAM.__file__): SITE_TIME}, storage)
+    reloader.check()  # before the cell
+    assert isinstance(storage.saved, dict)
+    storage.saved["practice/pi_course/adapter.py"] = "2026-12-05T00:00:00.001Z"  # saved during the cell
+    assert reloader.filename_and_mtime(ADAPTER) == (ADAPTER.__file__, 1796428800.001)
+    assert reloader.filename_and_mtime(SEAM) == (SEAM.__file__, SITE_TIME)
+    assert storage.reads == 2  # one before the cell, one after it for both new modules
 
 
 @pytest.mark.parametrize(
