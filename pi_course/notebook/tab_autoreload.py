@@ -22,11 +22,12 @@ from typing import Any
 from ..chapter.installed import BROWSER_STORAGE, compiled_source, wheel_site
 
 Times = tuple[str | None, float | None]
-# The saved files under a path prefix, {path: last_modified}; null when no one storage is this site's.
+# The saved files under a path prefix, {path: last_modified}; null when this site has no storage.
 READ_SAVED = """async (prefix) => {
   const lite = 'JupyterLite Storage - ';
   const names = (await indexedDB.databases()).map((found) => found.name)
-    .filter((name) => name.startsWith(lite) && location.pathname.startsWith(name.slice(lite.length)))
+    .filter((name) => name.startsWith(lite))
+    .filter((name) => [location.pathname, location.href].some((at) => at.startsWith(name.slice(lite.length))))
     .sort((a, b) => b.length - a.length);
   if (names.length === 0) return null;
   const db = await new Promise((ok, failed) => {
@@ -96,7 +97,7 @@ class SavedTimes:
         self._key = f"{folder.relative_to(self.storage).as_posix()}/"  # the storage's key prefix
 
     def check(self, *args: Any, **kwargs: Any) -> Any:
-        self._checking, self._saved = True, self._saved_now()
+        self._checking, self._saved = True, self.saved_now()
         try:
             return self._check(*args, **kwargs)
         finally:
@@ -107,7 +108,7 @@ class SavedTimes:
         if not (isinstance(file, str) and file.startswith(self._inside) and file.endswith(".py")):
             return self._stat(module)  # not a lesson file (most of sys.modules: this runs for each)
         if not self._checking and self._saved is None:  # after a cell, for its new modules: one read
-            self._saved = self._saved_now()
+            self._saved = self.saved_now()
         saved = self._saved
         if saved is None:
             return self._stat(module)
@@ -121,7 +122,7 @@ class SavedTimes:
             self._site[file] = time
         return file, self._site[file]
 
-    def _saved_now(self) -> dict[str, float] | None:
+    def saved_now(self) -> dict[str, float] | None:
         try:
             found = self._read(self._key)
             return None if found is None else {key: _seconds(when) for key, when in found.items()}

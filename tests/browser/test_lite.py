@@ -511,6 +511,14 @@ def test_practice_checkpoint_first_then_5_1_in_the_editor_then_the_whole_copy(
             lesson,
             tooling,
         )
+        # Before each cell autoreload takes the lesson files' times from one read of the tab's storage.
+        cells = page.evaluate(
+            script(APPEND_AND_RUN),
+            "from pi_course.notebook.freshness import autoreloader\n"
+            "print(*sorted(autoreloader(get_ipython()).saved_times.saved_now()))",
+        )
+        saved = {path for path in files if path.startswith("practice/pi_course/")}
+        assert set(cell_texts(cells)[-1].split()) == saved, cell_texts(cells)[-1]
 
         # The whole check, as the landing page says: check(beyond=True) in a practice notebook.
         cells = page.evaluate(

@@ -245,4 +245,3 @@ def test_in_a_browser_tab_the_folders_in_storage_are_searched_after_the_installe
     monkeypatch.setattr(sys, "platform", "emscripten")
     storage_last(tmp_path)
     assert sys.path == ["/lib/python314.zip", site, root, ""]
-
