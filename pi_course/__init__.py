@@ -8,13 +8,17 @@ steps and fixtures, defined once), ``provider`` (the embedded OpenAI-compatible 
 ``connect()``), ``course`` (practice copies, ``check``, the CLI) and ``notebook`` (widgets and
 display helpers). The names in ``__all__`` are importable
 from here; each loads its module on first use, so ``python -m pi_course`` runs (and says in one
-line what is wrong) even when a lesson module does not import.
+line what is wrong) even when a lesson module does not import. Only ``chapter`` is imported at
+once (it imports no lesson module): in a browser tab it puts a copy's finder first, so even the
+copy's first lesson modules are read with one request each.
 """
 
 from __future__ import annotations
 
 import importlib
 from typing import TYPE_CHECKING
+
+from . import chapter as _chapter  # noqa: F401  (see above)
 
 if TYPE_CHECKING:
     from .adapter import OpenAICompatibleModel, fixed_transport

@@ -201,7 +201,7 @@ posix.stat = os.stat = _counting
 STOP_LOOKING = """
 posix.stat = os.stat = _stat
 print(sorted(os.path.relpath(path, "..") for path in _looked_at if not os.path.relpath(path, "..").startswith(".")))
-print(*(type(sys.modules[f"pi_course.{name}"].__spec__.loader).__name__ for name in ("seam", "outbound")))
+print(*(type(sys.modules[f"pi_course.{name}"].__spec__.loader).__name__ for name in ("protocol", "seam", "outbound")))
 """
 
 
@@ -238,7 +238,9 @@ def test_a_lesson_file_that_does_not_import_is_one_line_first(
             files = ast.literal_eval(looked_at)
             assert "pi_course/outbound.py" in files and "pi_course/protocol.py" in files, files
             assert not [file for file in files if file.count("/") > 1], files  # no tooling file
-            assert loader == "_SourceRead _SourceRead"  # the first cell's import and the edit: CopyFinder
+            assert (
+                loader == "_SourceRead _SourceRead _SourceRead"
+            )  # the package imports them, an edit: CopyFinder
 
 
 def test_05_5_shows_the_learners_own_break_and_says_restored_only_after_one(
