@@ -160,4 +160,9 @@ def storage_last(storage: Path = BROWSER_STORAGE) -> None:
     root) go after the installed packages: an import of one of those then asks the page nothing. A
     copy's ``pi_course`` comes through its :class:`CopyFinder` whatever the order."""
     if wheel_site() is not None:
-        sys.path.sort(key=lambda entry: Path(os.path.abspath(entry)).is_relative_to(storage))
+        sys.path.sort(key=lambda entry: in_storage(entry, storage))
+
+
+def in_storage(entry: str, storage: Path = BROWSER_STORAGE) -> bool:
+    """A ``sys.path`` entry in the browser's storage (``""`` and relative ones: the working folder's)."""
+    return Path(os.path.abspath(entry)).is_relative_to(storage)

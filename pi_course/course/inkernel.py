@@ -32,7 +32,7 @@ from collections.abc import Coroutine, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..chapter.installed import BROWSER_STORAGE, copy_finder_first, copy_without_the_wheel
+from ..chapter.installed import BROWSER_STORAGE, copy_finder_first, copy_without_the_wheel, in_storage
 
 # Modules a run must import afresh from the tree under test (and drop again afterwards).
 SET_ASIDE = ("pi_course", "conftest", "test_05_provider_adapter", "test_05_beyond", "test_05_rules")
@@ -42,10 +42,6 @@ BROWSER_PYCACHE = "/tmp/pi-course-pycache"  # in memory (Pyodide's /tmp); never 
 def in_browser() -> bool:
     """True in Pyodide (JupyterLite): no subprocesses, so ``check`` runs pytest here."""
     return sys.platform == "emscripten"
-
-
-def _in_storage(entry: str) -> bool:
-    return bool(entry) and Path(entry).is_relative_to(BROWSER_STORAGE)  # "": the run's own folder
 
 
 def _ours(name: str) -> bool:
@@ -65,7 +61,9 @@ def tree_first(root: Path, env: Mapping[str, str]) -> Iterator[None]:
     # As in a subprocess: the environment's PYTHONPATH (the runner's plugin folder, the tree) first,
     # and not the kernel's own folders in the browser's storage (in a tab: a request per import).
     entries = [entry for entry in env.get("PYTHONPATH", "").split(os.pathsep) if entry]
-    kernels = [entry for entry in saved_path if not (in_browser() and _in_storage(entry))]
+    kernels = [  # "" stays: the run's own folder (it runs there)
+        entry for entry in saved_path if not (in_browser() and entry and in_storage(entry, BROWSER_STORAGE))
+    ]
     sys.path[:] = [*entries, *([str(root)] if str(root) not in entries else []), *kernels]
     os.environ.clear()
     os.environ.update(env)

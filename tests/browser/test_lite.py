@@ -272,7 +272,7 @@ def test_first_visit_opens_05_1_and_shows_output_offline(site: Site, browser: Br
     """The issue's goals, measured on a first visit (empty cache and storage)."""
     page = browser.new_page()
     before = len(browser.requests)
-    first_output = first_output_seconds(page, site, "notebooks/05-1-outbound.ipynb")
+    first_output = first_output_seconds(page, site, "notebooks/05-1-outbound.ipynb", timeout_ms=120_000)
     cells = page.evaluate(script(RUN_ALL))  # the rest of the notebook (already queued: waits for it)
     assert errors(cells) == []
     raw, packed, count = gzipped_size(site, browser.requests[before:])
@@ -575,22 +575,25 @@ SAVE_FILES = """async (files) => {
     await contents.save(path, {type: 'file', format: 'text', content});
   }
 }"""
-# Run All once the session is ready; resolves at the first output the kernel sends (outputs stored
-# in the notebook are on the page before that: they do not count).
-RUN_ALL_UNTIL_FIRST_OUTPUT = """() => new Promise((resolve) => {
+# Run All once the session is ready, noting the first output the kernel sends (outputs stored in
+# the notebook are on the page before that: they do not count).
+RUN_ALL_NOTING_FIRST_OUTPUT = """() => {
   const app = window.jupyterapp, session = app.shell.currentWidget.sessionContext;
   session.iopubMessage.connect((_, message) => {
-    if (['stream', 'display_data', 'execute_result', 'error'].includes(message.header.msg_type)) resolve();
+    if (['stream', 'display_data', 'execute_result', 'error'].includes(message.header.msg_type)) {
+      window.firstOutput = true;
+    }
   });
   session.ready.then(() => app.commands.execute('notebook:run-all-cells'));
-})"""
+}"""
 
 
-def first_output_seconds(page: Any, site: Site, path: str) -> float:
+def first_output_seconds(page: Any, site: Site, path: str, timeout_ms: int) -> float:
     """From opening ``path`` in ``page`` to the first output of its Run All."""
     started = time.monotonic()
     open_notebook(page, site, path)
-    page.evaluate(RUN_ALL_UNTIL_FIRST_OUTPUT)
+    page.evaluate(RUN_ALL_NOTING_FIRST_OUTPUT)
+    page.wait_for_function("() => window.firstOutput === true", timeout=timeout_ms)
     return round(time.monotonic() - started, 1)
 
 
@@ -598,7 +601,7 @@ def seconds_to_first_output(site: Site, browser: Browser, path: str) -> float:
     """A cold start: a fresh context opens ``path`` and runs it; until its first output."""
     page = browser.new_page()
     try:
-        return first_output_seconds(page, site, path)
+        return first_output_seconds(page, site, path, timeout_ms=180_000)
     finally:
         close(page)
 
