@@ -36,9 +36,9 @@ lab: $(STAMP)
 	$(BIN)/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) --ServerApp.root_dir=. notebooks/05-0-overview.ipynb
 
 lint: $(STAMP)
-	$(BIN)/ruff check pi_course tests bench tools
-	$(BIN)/ruff format --check pi_course tests bench tools
-	$(BIN)/mypy --strict pi_course
+	$(BIN)/ruff check pi_course pi_course_here.py tests bench tools
+	$(BIN)/ruff format --check pi_course pi_course_here.py tests bench tools
+	$(BIN)/mypy --strict pi_course pi_course_here.py
 
 # pytest-xdist workers for `make suite` and `make nbval` (most of their time is spent in subprocesses
 # and notebook kernels): `make test WORKERS=4` on a bigger machine, WORKERS=0 to run in one process.

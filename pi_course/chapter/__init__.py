@@ -8,7 +8,9 @@ the lesson's types, which a fresh practice copy does not have yet (``ToolDefinit
 
 import sys
 
-from .installed import copy_finder_first, tooling_path
+from pi_course_here import copy_finder_first
+
+from .installed import tooling_path
 
 __path__ = tooling_path(__path__, __name__)  # in a browser tab: the installed wheel's
 copy_finder_first(sys.modules[__name__.rpartition(".")[0]].__path__)  # and the lesson files read once

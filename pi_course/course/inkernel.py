@@ -32,7 +32,9 @@ from collections.abc import Coroutine, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..chapter.installed import BROWSER_STORAGE, copy_finder_first, copy_without_the_wheel, in_storage
+from pi_course_here import BROWSER_STORAGE, copy_finder_first, in_storage
+
+from ..chapter.installed import copy_without_the_wheel
 
 # Modules a run must import afresh from the tree under test (and drop again afterwards).
 SET_ASIDE = ("pi_course", "conftest", "test_05_provider_adapter", "test_05_beyond", "test_05_rules")

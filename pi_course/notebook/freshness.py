@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..chapter.installed import compiled_source
+from pi_course_here import compiled_source
 
 LESSON = ("protocol", "outbound", "adapter", "sse", "transport", "seam", "stream_rules", "payload_reading")
 RESTART = (

@@ -31,8 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pi_course_here import storage_last
+
 from ..chapter import steps as _steps
-from ..chapter.installed import storage_last
 from ..protocol import AssistantMessage, ModelEvent
 from . import freshness, stages
 from .display import describe_event

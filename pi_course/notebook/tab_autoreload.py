@@ -19,7 +19,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from ..chapter.installed import BROWSER_STORAGE, compiled_source, wheel_site
+from pi_course_here import BROWSER_STORAGE, compiled_source, wheel_site
 
 Times = tuple[str | None, float | None]
 # The saved files under a path prefix, {path: last_modified}; null when this site has no storage.

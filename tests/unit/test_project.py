@@ -77,7 +77,7 @@ def third_party_imports(source: str) -> set[str]:
             names |= {alias.name.split(".")[0] for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             names.add(node.module.split(".")[0])
-    return names - set(sys.stdlib_module_names) - {"pi_course", "__future__"}
+    return names - set(sys.stdlib_module_names) - {"pi_course", "pi_course_here", "__future__"}
 
 
 def test_every_module_a_learner_runs_is_installed_by_lab() -> None:

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from pi_course.chapter.installed import _SourceRead
 from pi_course.notebook import freshness
 from pi_course.notebook.tab_autoreload import SavedTimes, known_sources
+from pi_course_here import SourceRead
 
 STORAGE = Path("/drive")
 FOLDER = STORAGE / "practice" / "pi_course"
@@ -120,7 +120,7 @@ def test_without_the_storage_autoreload_stats_each_file_as_before(saved: Any, re
 def read_by_the_finder(name: str, path: Path, source: str) -> ModuleType:
     """A module as a copy's CopyFinder loads it: compiled from what it read, never read again."""
     spec = importlib.util.spec_from_file_location(
-        name, path, loader=_SourceRead(name, str(path), source.encode())
+        name, path, loader=SourceRead(name, str(path), source.encode())
     )
     assert spec is not None and spec.loader is not None
     found = importlib.util.module_from_spec(spec)

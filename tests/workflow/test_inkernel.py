@@ -20,12 +20,12 @@ import pytest
 from learners import apply, mistake
 
 import pi_course
-from pi_course.chapter.installed import copy_finder, storage_last
 from pi_course.course import check as check_module
 from pi_course.course import inkernel
 from pi_course.course.plugin_path.pi_course_check.contract import TIMEOUT_VARIABLE
 from pi_course.course.practice import create_practice
 from pi_course.notebook.breakit import ScratchCopy
+from pi_course_here import copy_finder, storage_last
 
 pytestmark = pytest.mark.slow  # the comparison runs the subprocess runner too
 
@@ -212,7 +212,7 @@ def test_in_a_browser_tab_the_tooling_loads_from_the_wheel_and_the_verdict_stays
     printed = capsys.readouterr().out
     assert loaded == (
         0,
-        f"{copy / 'pi_course' / 'adapter.py'} _SourceRead\n{ROOT / 'pi_course' / 'course' / 'check.py'}\n",
+        f"{copy / 'pi_course' / 'adapter.py'} SourceRead\n{ROOT / 'pi_course' / 'course' / 'check.py'}\n",
         "",
     )
     assert other == (0, f"{ROOT / 'pi_course' / 'adapter.py'}\n", "")

@@ -239,7 +239,58 @@ def test_a_lesson_file_that_does_not_import_is_one_line_first(
             assert "pi_course/outbound.py" in files and "pi_course/protocol.py" in files, files
             assert not [file for file in files if file.count("/") > 1], files  # no tooling file
             # protocol and seam come with the package, outbound after an edit: all by CopyFinder
-            assert loader == "_SourceRead _SourceRead _SourceRead"
+            assert loader == "SourceRead SourceRead SourceRead"
+
+
+# During one cell: every folder listed, file opened or looked at in the copy (a page request each in a tab).
+WATCH_THE_COPY = """
+import io, os, posix
+_copy_root = os.path.dirname(os.getcwd())
+_watched, _originals = [], {}
+def _watching(owner, name):
+    original = _originals[owner, name] = getattr(owner, name)
+    def watched(path, *args, **kwargs):
+        if isinstance(path, (str, bytes, os.PathLike)):
+            where = os.path.relpath(os.fsdecode(path), _copy_root)
+            if not where.startswith(".."):
+                _watched.append((name, where))
+        return original(path, *args, **kwargs)
+    setattr(owner, name, watched)
+for _name in ("stat", "listdir", "scandir"):
+    _watching(posix, _name)
+    _watching(os, _name)
+_watching(io, "open")
+_watching(io, "open_code")
+"""
+STOP_WATCHING = """
+for (_owner, _name), _original in _originals.items():
+    setattr(_owner, _name, _original)
+print(sorted(set(_watched)))
+"""
+
+
+def test_in_a_tab_the_first_cell_lists_no_folder_of_the_copy_and_reads_each_module_once(
+    starter: Path, tmp_path: Path
+) -> None:
+    """The first cell chooses the copy through ``pi_course_here`` (installed), so a finder is in place
+    before the copy's package is imported: no folder of the copy is listed, no bytecode looked for,
+    the tooling comes from the wheel, and each of the copy's files is read once."""
+    copy = stage(starter, tmp_path, "bo", ("5.1",))
+    cells = code_cells(copy, NOTEBOOKS["5.1"])
+    with Kernel(copy / "notebooks") as kernel:
+        kernel.run(SIMULATED_TAB)
+        # the copy's folder stands for the browser's storage, as /drive/practice does in a tab
+        kernel.run(f"import pi_course_here; pi_course_here.storage_last.__defaults__ = ({str(tmp_path)!r},)")
+        kernel.run(WATCH_THE_COPY)
+        assert "练习副本" in kernel.run(cells[0])
+        watched = ast.literal_eval(kernel.run(STOP_WATCHING))
+        loaded = kernel.run("print(sorted(name for name in sys.modules if name.startswith('pi_course')))")
+    assert [w for w in watched if w[0] in ("listdir", "scandir")] == [], watched
+    read = [where for name, where in watched if name in ("open", "open_code")]
+    assert "pi_course/__init__.py" in read and "pi_course/protocol.py" in read, watched
+    assert len(read) == len(set(read)), read  # each once
+    assert [where for where in read if where.count("/") > 1 or "__pycache__" in where] == [], read
+    assert "pi_course.chapter" in loaded and "pi_course.notebook.lesson" in loaded, loaded
 
 
 def test_05_5_shows_the_learners_own_break_and_says_restored_only_after_one(

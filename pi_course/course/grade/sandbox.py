@@ -20,6 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+import pi_course_here
+
 from ..locate import PACKAGE
 
 CHOICES = ("auto", "bwrap", "none")
@@ -56,14 +58,14 @@ def _python_folders() -> list[Path]:
     """The interpreter and the packages the check imports: read-only inside the sandbox.
 
     The course's own clone is not bound whole (its ``.git``, ``.env`` or notes stay out): only
-    the ``pi_course`` package in it.
+    the ``pi_course`` package in it and ``pi_course_here.py`` beside it.
     """
     folders = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parents[1]}
     for entry in sys.path:
         path = Path(entry or ".").absolute()
         if entry and path.is_dir() and path != PACKAGE.parent:
             folders.add(path)
-    folders.add(PACKAGE)
+    folders |= {PACKAGE, Path(pi_course_here.__file__)}
     # A folder inside another one already bound needs no bind of its own.
     ordered = sorted(folders, key=lambda path: len(path.parts))
     kept: list[Path] = []
