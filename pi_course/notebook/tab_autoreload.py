@@ -81,7 +81,7 @@ class SavedTimes:
         self._stat: Callable[[ModuleType], Times] = reloader.filename_and_mtime
         self._check: Callable[..., Any] = reloader.check
         self._checking = False
-        self._saved: dict[str, float] | None = None  # since the last check began: key → its time
+        self._saved: dict[str, float] | None = None  # read as the last check began: key → its time
         self._site: dict[str, float] = {}  # a file never saved: the site's own, whose time stays
         reloader.filename_and_mtime, reloader.check = self.filename_and_mtime, self.check
         reloader.saved_times = self
@@ -101,13 +101,15 @@ class SavedTimes:
         try:
             return self._check(*args, **kwargs)
         finally:
-            self._checking, self._saved = False, None  # the cell's new modules: read again after it
+            # The cell's new modules take their times from this read too: a file saved during the
+            # cell is then newer than the time kept for it, and the next check reloads it.
+            self._checking = False
 
     def filename_and_mtime(self, module: ModuleType) -> Times:
         file = getattr(module, "__file__", None)
         if not (isinstance(file, str) and file.startswith(self._inside) and file.endswith(".py")):
             return self._stat(module)  # not a lesson file (most of sys.modules: this runs for each)
-        if not self._checking and self._saved is None:  # after a cell, for its new modules: one read
+        if not self._checking and self._saved is None:  # no read before this cell (the first one)
             self._saved = self.saved_now()
         saved = self._saved
         if saved is None:

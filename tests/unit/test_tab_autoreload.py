@@ -91,15 +91,26 @@ def test_saved_files_take_their_time_from_one_read_and_the_sites_own_files_one_s
     assert reloader.check()[:2] == [(ADAPTER.__file__, 1.0), (SEAM.__file__, 1796428800.001)]
 
 
-def test_after_a_cell_its_new_modules_take_their_times_from_one_fresh_read() -> None:
+def test_a_cells_new_modules_take_their_times_from_the_read_before_it() -> None:
+    """A module first imported in a cell keeps the time read before that cell: a save during the cell
+    (before or after the finder read the file) is newer, so the next check reloads the module."""
     storage = Storage({"practice/pi_course/adapter.py": "2026-12-04T23:39:05.959Z"})
     reloader = wrapped({str(SEAM.__file__): SITE_TIME}, storage)
     reloader.check()  # before the cell
     assert isinstance(storage.saved, dict)
     storage.saved["practice/pi_course/adapter.py"] = "2026-12-05T00:00:00.001Z"  # saved during the cell
-    assert reloader.filename_and_mtime(ADAPTER) == (ADAPTER.__file__, 1796428800.001)
+    assert reloader.filename_and_mtime(ADAPTER) == (ADAPTER.__file__, 1796427545.959)
     assert reloader.filename_and_mtime(SEAM) == (SEAM.__file__, SITE_TIME)
-    assert storage.reads == 2  # one before the cell, one after it for both new modules
+    assert storage.reads == 1  # no read after the cell
+    assert reloader.check()[0] == (ADAPTER.__file__, 1796428800.001)  # newer: autoreload reloads it
+
+
+def test_a_module_imported_before_any_check_takes_its_time_from_one_read() -> None:
+    storage = Storage({"practice/pi_course/adapter.py": "2026-12-04T23:39:05.959Z"})
+    reloader = wrapped({str(SEAM.__file__): SITE_TIME}, storage)
+    assert reloader.filename_and_mtime(ADAPTER) == (ADAPTER.__file__, 1796427545.959)
+    assert reloader.filename_and_mtime(SEAM) == (SEAM.__file__, SITE_TIME)
+    assert storage.reads == 1
 
 
 @pytest.mark.parametrize(
