@@ -1,8 +1,9 @@
-"""Where a copy's modules load from in a browser tab: its lesson files, and the installed wheel.
+"""Where a copy's subpackages load from in a browser tab: the installed wheel.
 
 A practice copy in the browser edition lives in the browser's storage, where each stat or open of
-a file is a request to the page (3-20 ms). Its lesson modules must come from there; the tooling
-subpackages (``chapter``, ``course``, ``notebook``, ``provider``) are the wheel's own files.
+a file is a request to the page (3-20 ms). Its lesson modules must come from there (through
+``pi_course_here.CopyFinder``); the tooling subpackages (``chapter``, ``course``, ``notebook``,
+``provider``) are the wheel's own files.
 """
 
 from __future__ import annotations
