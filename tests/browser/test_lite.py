@@ -308,20 +308,21 @@ def run_all_timed(
         page.evaluate(BOOTED)  # a session is "ready" before Pyodide has loaded its packages
         booted = time.monotonic()
         cells = page.evaluate(script(RUN_ALL))
-        seconds = round(time.monotonic() - booted, 1)
+        seconds = time.monotonic() - booted
         page.screenshot(
             path=str(ROOT / "build" / f"lite-{path.replace('/', '-').removesuffix('.ipynb')}.png")
         )
     finally:
         close(page)
-    return cells, seconds, round(booted - started, 1)
+    return cells, seconds, booted - started
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS)
 def test_each_notebook_runs_clean_reference_then_practice_with_a_solution(
     site: Site, browser: Browser, notebook: str
 ) -> None:
-    """The reference, then at once the practice copy's with a learner's solution (same load: a fair ratio)."""
+    """The reference, then at once the practice copy's with a learner's solution (same load: a fair
+    ratio), twice: the figures are the best of two Run Alls each."""
     cells, reference, reference_boot = run_all_timed(site, browser, f"notebooks/{notebook}")
     assert errors(cells) == []
     assert misleading(cells) == []
@@ -334,12 +335,22 @@ def test_each_notebook_runs_clean_reference_then_practice_with_a_solution(
     practice_cells, practice, practice_boot = run_all_timed(
         site, browser, f"practice/notebooks/{notebook}", learner_files()
     )
+    # A second pair in fresh kernels: each time is the best of two, as `make bench` keeps the best of
+    # its rounds (one Run All swings by about 0.5 s on a busy machine, as much as the gap measured).
+    reference_runs = [reference, run_all_timed(site, browser, f"notebooks/{notebook}")[1]]
+    practice_runs = [
+        practice,
+        run_all_timed(site, browser, f"practice/notebooks/{notebook}", learner_files())[1],
+    ]
+    reference, practice = min(reference_runs), min(practice_runs)
     FIGURES.setdefault("run_all_seconds", {})[notebook] = {
-        "reference": reference,
-        "practice_with_a_solution": practice,
-        "ratio": round(practice / reference, 2),
-        "kernel_boot_reference": reference_boot,
-        "kernel_boot_practice": practice_boot,
+        "reference": round(reference, 2),
+        "practice_with_a_solution": round(practice, 2),
+        "ratio": round(practice / reference, 2),  # of the times as measured, not as rounded
+        "reference_runs": [round(run, 2) for run in reference_runs],
+        "practice_runs": [round(run, 2) for run in practice_runs],
+        "kernel_boot_reference": round(reference_boot, 1),
+        "kernel_boot_practice": round(practice_boot, 1),
         "ratio_from_opening": round((practice + practice_boot) / (reference + reference_boot), 2),
         "load_1min": round(load, 1),
     }
