@@ -284,7 +284,7 @@ def plain_only_text(payload: dict[str, object]) -> bool:
     return False
 
 
-Swap = tuple[object, str, Callable[..., object]]  # where the code looks it up, the name, the plain code
+Swap = tuple[object, str, object]  # where the code looks it up, the name, the plain code
 
 # The classes built once per streamed token, whose __init__ writes the instance dict.
 PER_TOKEN = (TextContent, ToolCall, TextDeltaEvent, ToolCallDeltaEvent, ToolCallEndEvent)
@@ -304,8 +304,12 @@ TRICKS: dict[str, tuple[str, list[Swap]]] = {
         [(sse, "parse_json", plain_parse_json)],
     ),
     "payload_reading.load_payload": (
-        "json.loads's C scanner called directly, without its Python wrapper",
+        "jiter's parser (json's C scanner without it), not json.loads",
         [(payload_reading, "load_payload", json.loads)],
+    ),
+    "payload_reading.from_json": (
+        "of that, what jiter buys over json's C scanner called directly (the browser edition's parse)",
+        [(payload_reading, "from_json", None)],
     ),
     "payload_reading.only_text": (
         "a payload holding only choice 0's text skips the rest of the given reading",

@@ -5,7 +5,8 @@ each module's layer may import only the layers listed for it in ``MAY_IMPORT``:
 
 * lesson modules (protocol, outbound, adapter, sse, transport, scripted, migration): the lesson
   and given code, the standard library and httpx;
-* ``given``: the lesson's protocol and the standard library, never tooling;
+* ``given``: the lesson's protocol, the standard library and jiter (the payload parser, optional),
+  never tooling;
 * ``chapter/`` (the chapter's facts): the lesson and given code only, and ``pi_course_here``;
 * ``pi_course_here`` (the top-level module a notebook's first cell imports before any
   ``pi_course`` is chosen, and the browser tab's finder): the standard library only;
@@ -28,10 +29,10 @@ PACKAGE = Path(__file__).parents[2] / "pi_course"
 LESSON_MODULES = ("protocol", "outbound", "adapter", "sse", "transport", "seam", "scripted", "migration")
 STDLIB = "stdlib"
 HERE = "pi_course_here"  # below every layer of the package: it must import without one
-OUTSIDE = {STDLIB, "httpx", "third-party"}  # what tooling may use from outside the package
+OUTSIDE = {STDLIB, "httpx", "jiter", "third-party"}  # what tooling may use from outside the package
 MAY_IMPORT: dict[str, set[str]] = {
     "lesson": {"lesson", "given", STDLIB, "httpx"},
-    "given": {"lesson", "given", STDLIB},
+    "given": {"lesson", "given", STDLIB, "jiter"},
     "chapter": {"lesson", "given", "chapter", HERE, STDLIB},
     "provider": {"lesson", "given", "chapter", "provider", HERE, *OUTSIDE},
     "course": {"lesson", "given", "chapter", "provider", "course", HERE, *OUTSIDE},
@@ -64,7 +65,7 @@ def target_layer(imported: str) -> str:
         return STDLIB
     if top == HERE:
         return HERE
-    return "httpx" if top == "httpx" else "third-party"
+    return top if top in ("httpx", "jiter") else "third-party"
 
 
 def module_name(path: Path, root: Path) -> str:

@@ -16,6 +16,8 @@ FOCUSED = ROOT / "tests" / "test_05_provider_adapter.py"
 
 
 def requirement(spec: str) -> tuple[str, str]:
+    """A requirement's name and version bound (its environment marker left out)."""
+    spec = spec.partition(";")[0]
     name, bound = re.fullmatch(r"([A-Za-z0-9_.-]+)\s*(.*)", spec.strip()).groups()  # type: ignore[union-attr]
     return name.lower().replace("_", "-"), bound.replace(" ", "")
 

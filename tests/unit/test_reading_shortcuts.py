@@ -1,5 +1,5 @@
-"""The given reading's two speed tricks change no outcome: ``load_payload`` is ``json.loads``, and a
-payload ``only_text`` lets through is one the full reading would have left alone."""
+"""The given reading's speed tricks change no outcome: ``load_payload`` is ``json.loads`` (with jiter
+and without it), and a payload ``only_text`` lets through is one the full reading would have left alone."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ import copy
 import json
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pi_course import payload_reading
 from pi_course.payload_reading import PayloadReader, load_payload, only_text
 
 JSON = st.recursive(
@@ -19,7 +20,16 @@ JSON = st.recursive(
 )
 
 
-@settings(max_examples=50, deadline=None)
+@pytest.fixture(params=["jiter", "json's scanner"])
+def parser(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test of load_payload runs with jiter and without it (the browser edition's parse)."""
+    assert payload_reading.from_json is not None, "the dev environment installs jiter"
+    if request.param != "jiter":
+        monkeypatch.setattr(payload_reading, "from_json", None)
+
+
+@pytest.mark.usefixtures("parser")
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(JSON, st.sampled_from(["", " ", "\n", "\t "]), st.sampled_from(["", " ", "\n", "x", "]"]))
 def test_load_payload_is_json_loads_on_any_text(value: object, before: str, after: str) -> None:
     text = before + json.dumps(value) + after
@@ -33,15 +43,22 @@ def test_load_payload_is_json_loads_on_any_text(value: object, before: str, afte
         assert load_payload(text) == expected
 
 
-@pytest.mark.parametrize("text", ["", "[DONE]", "{", '{"a": }', "\ufeff{}", "Infinity", "1 2", ' {"a": 1}\n'])
-def test_load_payload_rejects_what_json_loads_rejects(text: str) -> None:
+@pytest.mark.parametrize(
+    "text",
+    [
+        *["", "[DONE]", "{", '{"a": }', "\ufeff{}", "Infinity", "1 2", ' {"a": 1}\n', "NaN", "1e400"],
+        *['"a\x01"', '"\\ud800"', '"\ud800"', "123456789012345678901234567890", '{"a": 1, "a": 2}', "-0.0"],
+    ],
+)
+@pytest.mark.usefixtures("parser")
+def test_load_payload_is_json_loads_on_edge_cases(text: str) -> None:
     try:
         expected = json.loads(text)
     except ValueError:
         with pytest.raises(ValueError):
             load_payload(text)
     else:
-        assert load_payload(text) == expected
+        assert repr(load_payload(text)) == repr(expected)  # 10**29 is not 1e29, -0.0 is not 0
 
 
 TEXT_PAYLOAD = {"id": "x", "choices": [{"index": 0, "delta": {"content": "hi"}, "finish_reason": None}]}
