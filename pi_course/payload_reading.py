@@ -10,8 +10,10 @@ calls without ``index``, array ``content``; it skips payloads with nothing reada
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import sys
 from collections.abc import AsyncIterable, AsyncIterator, Callable
 
 from .seam import MAX_SAFE_INTEGER, InvalidProviderChunk, UsageSent
@@ -55,10 +57,12 @@ def provider_error_message(error: object) -> str:
 
 # --- parsed once ---------------------------------------------------------------------------------
 
-try:  # a compiled JSON parser (pydantic's; openai-python uses it too), absent in the browser edition
-    from jiter import from_json
-except ImportError:  # pragma: no cover - the browser edition
-    from_json = None  # type: ignore[assignment]
+# A compiled JSON parser (pydantic's; openai-python uses it too). Not looked for in the browser
+# edition, whose site leaves it out (the dependency's marker in pyproject.toml).
+from_json: Callable[..., object] | None = None
+if sys.platform != "emscripten":
+    with contextlib.suppress(ImportError):
+        from jiter import from_json
 
 # json.loads's own C scanner (json.loads = a Python wrapper around it); it keeps no state between calls.
 _scan_once: Callable[[str, int], tuple[object, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
