@@ -128,6 +128,7 @@ class AbortRace:
         return task.result()
 
     async def iterate(self, reads: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+        """Each read of ``reads``, with the signal checked before it and again after it returns."""
         while True:
             if self.signal is not None and self.signal.aborted:
                 raise AbortError()
@@ -135,6 +136,8 @@ class AbortRace:
                 chunk = await self.run(anext(reads))
             except StopAsyncIteration:
                 return
+            if self.signal is not None and self.signal.aborted:  # aborted while the read returned
+                raise AbortError()
             yield chunk
 
     def close(self) -> None:

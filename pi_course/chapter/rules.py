@@ -12,17 +12,30 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .steps import BEYOND_TEST, FOCUSED_TEST, RULES_TEST
+from .steps import BEYOND_TEST, COMPARE_TEST, FOCUSED_TEST, RULES_TEST
+
+
+CHAPTER_SOURCE = "本章"
 
 
 @dataclass(frozen=True)
 class Rule:
-    """One rule: its step, a short name, the chapter's sentence, and the checks that test it."""
+    """One rule: its step, a short name, the sentence that states it, and the checks that test it.
+
+    ``source`` says whose sentence ``quote`` is: the chapter's, or where the chapter is silent the
+    given code's or the starter's own docstring (named, file and function).
+    """
 
     step: str
     name: str
     quote: str
     checks: tuple[str, ...]
+    source: str = CHAPTER_SOURCE
+
+    @property
+    def cited(self) -> str:
+        """The quote as the table shows it: 「…」, with its source when it is not the chapter."""
+        return f"「{self.quote}」" + ("" if self.source == CHAPTER_SOURCE else f"（{self.source}）")
 
 
 def _focused(name: str) -> str:
@@ -35,6 +48,10 @@ def _beyond(name: str) -> str:
 
 def _rule(name: str) -> str:
     return f"{RULES_TEST}::{name}"
+
+
+def _compared(name: str) -> str:
+    return f"{COMPARE_TEST}::{name}"
 
 
 OUTBOUND = _focused("test_outbound_conversion_maps_four_roles_and_tools_without_touching_input")
@@ -86,6 +103,12 @@ RULES: tuple[Rule, ...] = (
     ),
     # --- 5.2 the adapter ------------------------------------------------------------------------------
     Rule(
+        "5.1",
+        "与本章参考一致：出站转换",
+        "测试比较完整的 messages、tools 和调用前后的 context 快照。",
+        (_compared("test_compare_outbound_with_the_reference"),),
+    ),
+    Rule(
         "5.2",
         "fixed_transport 按顺序产出",
         "实现按数组顺序产出 chunk 的 fixedTransport()。",
@@ -94,8 +117,9 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "5.2",
         "fixed_transport 在每个 chunk 前检查 signal",
-        "真实 transport 和测试使用的 fixedTransport() 都实现同一个接口：",
+        "Yield the chunks in order, checking the signal before each one.",
         (_rule("test_rule_fixed_transport_checks_the_signal_before_each_chunk"),),
+        "starter：pi_course/adapter.py 里 _FixedTransport.stream() 的 docstring",
     ),
     Rule(
         "5.2",
@@ -150,6 +174,15 @@ RULES: tuple[Rule, ...] = (
         "恰好一个终态事件",
         "终态事件与 stream.result() 使用同一条最终消息。",
         (ORDERS, EXCEPTION, _rule("test_rule_exactly_one_terminal_event_from_the_generator")),
+    ),
+    Rule(
+        "5.2",
+        "与本章参考一致：adapter 状态机",
+        "测试使用 4、2 两个 Provider tool index，并检查 content 顺序、每个 partial、transport 异常和 length 下保留的参数原文。",
+        (
+            _compared("test_compare_adapter_with_the_reference"),
+            _compared("test_compare_adapter_on_the_recordings"),
+        ),
     ),
     # --- 5.3 SSE and the unknown boundary -------------------------------------------------------------
     Rule(
@@ -294,8 +327,33 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "5.3",
         "HTTP 错误状态写进错误",
-        "transport 负责 HTTP、SSE 和外部 JSON。",
+        "A non-2xx status or a non-SSE content type is an error, before any body is read.",
         (_beyond("test_http_error_status_names_the_status"),),
+        "给定代码：pi_course/transport.py 里 _check_response() 的 docstring",
+    ),
+    Rule(
+        "5.3",
+        "与本章参考一致：SSE 分帧",
+        "两次网络读取会重组为 SSE payload",
+        (_compared("test_compare_sse_decoder_with_the_reference"),),
+    ),
+    Rule(
+        "5.3",
+        "与本章参考一致：外部数据验证",
+        "外部 unknown 经过字段检查后才产出 ProviderChunk",
+        (_compared("test_compare_payload_validation_with_the_reference"),),
+    ),
+    Rule(
+        "5.3",
+        "与本章参考一致：结束原因与尾随 usage",
+        "transport 还负责汇合结束原因与 usage",
+        (_compared("test_compare_chunk_reader_with_the_reference"),),
+    ),
+    Rule(
+        "5.3",
+        "与本章参考一致：HTTP 读取与取消",
+        "测试观察交错工具参数、尾随 usage、缺少 finish、流中取消、无效 chunk 和未知 finish reason。",
+        (_compared("test_compare_transport_over_http_with_the_reference"),),
     ),
     # --- 5.4 the request and the key ------------------------------------------------------------------
     Rule(
@@ -328,6 +386,12 @@ RULES: tuple[Rule, ...] = (
             _beyond("test_key_stays_out_of_every_error_chain"),
         ),
     ),
+    Rule(
+        "5.4",
+        "与本章参考一致：请求与密钥脱敏",
+        "离线 fetch 会精确记录请求，并让一条底层错误主动带上测试密钥；最终消息中只留下 [redacted]。",
+        (_compared("test_compare_transport_requests_and_errors_with_the_reference"),),
+    ),
 )
 
 
@@ -336,10 +400,6 @@ def split_check(check: str) -> tuple[str, str, str | None]:
     file, _, name = check.partition("::")
     function, bracket, case = name.partition("[")
     return file, function, case.removesuffix("]") if bracket else None
-
-
-def rules_of(step: str) -> tuple[Rule, ...]:
-    return tuple(rule for rule in RULES if rule.step == step)
 
 
 def _checks_shown(checks: tuple[str, ...]) -> str:
@@ -359,7 +419,7 @@ def markdown_table() -> str:
     """The table as LEARNING.md carries it: one row per rule, in the chapter's order."""
     lines = ["| 步骤 | 规则 | 章节原文 | 检查 |", "|---|---|---|---|"]
     for rule in RULES:
-        quote = rule.quote.replace("|", "\\|")
+        quote = (rule.quote if rule.source == CHAPTER_SOURCE else rule.cited).replace("|", "\\|")
         lines.append(f"| {rule.step} | {rule.name} | {quote} | {_checks_shown(rule.checks)} |")
     return "\n".join(lines)
 

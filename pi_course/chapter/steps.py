@@ -11,6 +11,7 @@ from dataclasses import dataclass
 FOCUSED_TEST = "test_05_provider_adapter.py"  # the chapter's 11 focused tests
 BEYOND_TEST = "test_05_beyond.py"  # the checks beyond the chapter, counted apart
 RULES_TEST = "test_05_rules.py"  # the chapter's rules checked on the learner's own code (chapter/rules.py)
+COMPARE_TEST = "test_05_compare.py"  # the learner's pieces beside the reference's (read as rule checks)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..chapter.rules import CHAPTER_SOURCE
 from ..chapter.steps import BEYOND_TEST, FOCUSED_TEST, STEPS, Step
 from .import_failure import CHECK_VERBOSE
 from .report import Detail, Report, step_of
@@ -122,10 +123,14 @@ CONSUMED_HINT = (
 # A cause shared by many failures, told by the text of the error: (pattern, next step).
 CAUSE_HINTS = ((re.compile(r"content has already been streamed|StreamConsumed"), CONSUMED_HINT),)
 SHOWN_LINES = (
+    "部分：",
     "输入：",
     "期望：",
     "实际：",
-)  # a check's own three lines (tests/test_05_rules.py), shown whole
+    "期望（本章参考）：",
+    "实际（你的代码）：",
+    "说明：",
+)  # a check's own lines (tests/test_05_rules.py, tests/test_05_compare.py), shown whole
 
 
 def _lookup(table: dict[str, str], name: str) -> str | None:
@@ -414,7 +419,8 @@ def _rule_lines(report: Report, broken: list[RuleResult]) -> list[str]:
     lines: list[str] = []
     told: dict[str, str] = {}  # cause → the rule under which it was told
     for result in broken:
-        lines.append(f"  ✗ {rule_name(result)}——章节：「{result.rule.quote}」")
+        where = "章节" if result.rule.source == CHAPTER_SOURCE else "出处"
+        lines.append(f"  ✗ {rule_name(result)}——{where}：{result.rule.cited}")
         names = [name for name in result.failed if name in report.details]
         causes = {name: cause_of(report.details[name]) for name in names}
         same = [name for name in names if causes[name] in told]

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Literal, NotRequired, TextIO, TypedDict
 
 from ..chapter.rules import RULES
-from ..chapter.steps import BEYOND_TEST, CHAPTER_TOTAL, FOCUSED_TEST, STEPS, Step
+from ..chapter.steps import BEYOND_TEST, CHAPTER_TOTAL, FOCUSED_TEST, STEP_NUMBERS, STEPS, Step
 from ..chapter.steps import step as step_named
 from .advice import first_thing_to_fix, next_step_lines
 from .checkpoint import tested_tree
@@ -67,6 +67,7 @@ class CheckRecord(TypedDict):
     rules_kept: NotRequired[int]  # the chapter's rules (chapter/rules.py) this copy keeps
     rules_total: NotRequired[int]
     tests: NotRequired[dict[str, bool]]  # each focused test and beyond check that ran or failed: passed
+    compared: NotRequired[dict[str, int]]  # {"5.1": n, …}: inputs compared with the reference, per step
 
 
 def steps_for(number: str | None) -> tuple[Step, ...]:
@@ -267,6 +268,7 @@ def record_of(report: Report, root: Path, seconds: float) -> CheckRecord:
         rules_kept=sum(result.state == "kept" for result in rule_results(report) or ()),
         rules_total=len(RULES),
         tests=_test_outcomes(report),
+        compared={number: report.compared[number] for number in STEP_NUMBERS if number in report.compared},
     )
 
 

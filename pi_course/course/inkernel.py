@@ -37,7 +37,14 @@ from pi_course_here import BROWSER_STORAGE, copy_finder_first, in_storage
 from ..chapter.installed import copy_without_the_wheel
 
 # Modules a run must import afresh from the tree under test (and drop again afterwards).
-SET_ASIDE = ("pi_course", "conftest", "test_05_provider_adapter", "test_05_beyond", "test_05_rules")
+SET_ASIDE = (
+    "pi_course",
+    "conftest",
+    "test_05_provider_adapter",
+    "test_05_beyond",
+    "test_05_rules",
+    "test_05_compare",
+)
 BROWSER_PYCACHE = "/tmp/pi-course-pycache"  # in memory (Pyodide's /tmp); never written: looked up only
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..chapter.steps import BEYOND_TEST, FOCUSED_TEST, RULES_TEST
+from ..chapter.steps import BEYOND_TEST, COMPARE_TEST, FOCUSED_TEST, RULES_TEST
 from .import_failure import PACKAGE
 
 __all__ = [
@@ -57,6 +57,11 @@ def beyond_test_file(root: Path) -> Path | None:
 def rules_test_file(root: Path) -> Path | None:
     """The checks of the chapter's rules next to the focused tests; ``None`` in an older copy."""
     return _test_file(root, RULES_TEST)
+
+
+def compare_test_file(root: Path) -> Path | None:
+    """The comparison with the reference next to the focused tests; ``None`` in an older copy."""
+    return _test_file(root, COMPARE_TEST)
 
 
 def is_testable_tree(folder: Path) -> bool:

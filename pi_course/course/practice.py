@@ -16,7 +16,7 @@ import shutil
 from pathlib import Path
 from typing import Literal
 
-from ..chapter.steps import BEYOND_TEST, CHAPTER_TOTAL, FOCUSED_TEST, RULES_TEST, STEPS
+from ..chapter.steps import BEYOND_TEST, CHAPTER_TOTAL, COMPARE_TEST, FOCUSED_TEST, RULES_TEST, STEPS
 from ..provider.corpus import load_index
 from .classroom import classroom_workflow
 from .import_failure import IN_BROWSER
@@ -122,8 +122,8 @@ def _write_copy(root: Path, points: Points | None = None) -> None:
         (shipped / name).write_text(text, encoding="utf-8")
     (shipped / "README.md").write_text(TARGET_README, encoding="utf-8")
     (root / "tests").mkdir()
-    for name in (FOCUSED_TEST, "conftest.py", BEYOND_TEST, RULES_TEST):
-        if name in (BEYOND_TEST, RULES_TEST) and not _has_course_file("tests", name):
+    for name in (FOCUSED_TEST, "conftest.py", BEYOND_TEST, RULES_TEST, COMPARE_TEST):
+        if name in (BEYOND_TEST, RULES_TEST, COMPARE_TEST) and not _has_course_file("tests", name):
             continue  # an older install without these checks: check says it skipped them
         shutil.copyfile(_course_file("tests", name), root / "tests" / name)
     (root / "notebooks").mkdir()

@@ -61,6 +61,7 @@ class Report:
     unfinished: tuple[Unfinished, ...] = ()  # lab functions still in their starter form
     rule_checks: tuple[BeyondCheck, ...] | None = None  # tests/test_05_rules.py; None: not run
     outcomes: dict[str, bool] = field(default_factory=dict)  # "file.py::test[case]" → passed, every test run
+    compared: dict[str, int] = field(default_factory=dict)  # step → inputs compared with the reference
 
     def line(self, step: Step) -> str:
         passed = self.passed.get(step.number, 0)

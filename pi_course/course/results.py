@@ -10,7 +10,7 @@ import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from ..chapter.steps import BEYOND_TEST, FOCUSED_TEST, RULES_TEST, STEPS, Step
+from ..chapter.steps import BEYOND_TEST, COMPARE_TEST, FOCUSED_TEST, RULES_TEST, STEPS, Step
 from .import_failure import CHECK_VERBOSE
 from .plugin_path.pi_course_check.contract import Fact, read_progress_line
 from .report import BeyondCheck, Detail, Report, step_of
@@ -29,12 +29,19 @@ def _is_beyond(classname_or_nodeid: str) -> bool:
     return BEYOND_TEST.removesuffix(".py") in classname_or_nodeid
 
 
+def _is_compare(classname_or_nodeid: str) -> bool:
+    return COMPARE_TEST.removesuffix(".py") in classname_or_nodeid
+
+
 def _is_rules(classname_or_nodeid: str) -> bool:
-    return RULES_TEST.removesuffix(".py") in classname_or_nodeid
+    """A rule check: ``test_05_rules.py``'s, or one of ``test_05_compare.py``'s comparisons."""
+    return RULES_TEST.removesuffix(".py") in classname_or_nodeid or _is_compare(classname_or_nodeid)
 
 
 def _file_of(classname_or_nodeid: str) -> str:
     """Which chapter test file a junit classname or a node id belongs to."""
+    if _is_compare(classname_or_nodeid):
+        return COMPARE_TEST
     if _is_rules(classname_or_nodeid):
         return RULES_TEST
     if _is_beyond(classname_or_nodeid):
@@ -50,6 +57,7 @@ def read_junit(junit: Path, steps: tuple[Step, ...] = STEPS, *, with_beyond: boo
     beyond: list[BeyondCheck] = []
     rules: list[BeyondCheck] = []  # the rule checks, read like the beyond checks and kept apart
     outcomes: dict[str, bool] = {}
+    compared: dict[str, int] = {}
     for case in ET.parse(junit).getroot().iter("testcase"):
         name = case.get("name", "")
         module = case.get("classname", "").split(".")[-1]
@@ -68,6 +76,9 @@ def read_junit(junit: Path, steps: tuple[Step, ...] = STEPS, *, with_beyond: boo
         elif Fact.LABEL in properties:
             details[name] = Detail(label=properties[Fact.LABEL])
         outcomes[f"{_file_of(module)}::{name}"] = not problems
+        if Fact.COMPARED in properties and Fact.STEP in properties:
+            step_number = properties[Fact.STEP]
+            compared[step_number] = compared.get(step_number, 0) + int(properties[Fact.COMPARED] or 0)
         if is_beyond:
             label = properties.get(Fact.LABEL)
             check = BeyondCheck(name, not problems, properties.get(Fact.STEP), label)
@@ -83,6 +94,7 @@ def read_junit(junit: Path, steps: tuple[Step, ...] = STEPS, *, with_beyond: boo
         beyond=tuple(beyond) if with_beyond else None,
         rule_checks=tuple(rules),
         outcomes=outcomes,
+        compared=compared,
     )
 
 

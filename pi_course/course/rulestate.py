@@ -135,7 +135,7 @@ def table_lines(report: Report) -> list[str]:
         for result in results:
             if result.rule.step != step.number:
                 continue
-            lines.append(f"  {MARKS[result.state]} {result.rule.name}：「{result.rule.quote}」")
+            lines.append(f"  {MARKS[result.state]} {result.rule.name}：{result.rule.cited}")
             if result.failed:
                 lines.append(f"      未通过：{'、'.join(result.failed)}")
     return lines

@@ -10,7 +10,8 @@ involved. Two sets, counted apart:
   step it needs (its ``@pytest.mark.step``): it counts only once that step and every step
   before it pass, and is *pending* until then;
 * the checks of the chapter's rules (``tests/test_05_rules.py``), run with the beyond checks and
-  read per rule of ``pi_course/chapter/rules.py`` by :mod:`.rulestate`.
+  read per rule of ``pi_course/chapter/rules.py`` by :mod:`.rulestate`, and with them the
+  comparison with the reference (``tests/test_05_compare.py``), each of its checks a rule's evidence.
 
 Nothing here can hang: every test has a time bound (the runner's own pytest plugin,
 :mod:`pi_course_check.plugin`, applies it; :mod:`pi_course_check.contract` holds what both sides
@@ -32,7 +33,7 @@ from pathlib import Path
 from ..chapter.steps import BEYOND_TEST, STEPS, Step
 from . import inkernel
 from .import_failure import CHECK_VERBOSE, ERROR_LINE, blames_the_package, import_failure_from_text
-from .locate import beyond_test_file, course_root, focused_test_file, rules_test_file
+from .locate import beyond_test_file, compare_test_file, course_root, focused_test_file, rules_test_file
 from .plugin_path.pi_course_check.contract import PLUGIN, PROGRESS_VARIABLE, TEST_TIMEOUT, TIMEOUT_VARIABLE
 from .probe import probe
 from .process import run_bounded
@@ -102,6 +103,9 @@ def _run_tests_in(
     rules_file = rules_test_file(tests or root) if beyond else None
     if rules_file is not None:
         files.append(rules_file)
+        compare_file = compare_test_file(tests or root)
+        if compare_file is not None:  # read with the rule checks: each one is a rule's evidence
+            files.append(compare_file)
     with tempfile.TemporaryDirectory() as scratch:
         junit = Path(scratch) / "junit.xml"
         progress = Path(scratch) / "progress.jsonl"
@@ -143,6 +147,7 @@ def _run_tests_in(
         unfinished=unfinished(root),
         rule_checks=rule_checks,
         outcomes=report.outcomes,
+        compared=report.compared,
     )
 
 

@@ -26,6 +26,9 @@ class Fact(StrEnum):
     DIFFERENCE = "pi_course_difference"  # JSON: the first difference of the failing ==
     ERROR_MESSAGE = "pi_course_error_message"  # JSON list: the error_message of every error seen
     WHERE = "pi_course_where"  # the innermost pi_course line on the traceback
+    COMPARED = (
+        "pi_course_compared"  # how many inputs a comparison with the reference ran (test_05_compare.py)
+    )
 
 
 def time_bound(value: str | None) -> float:

@@ -73,7 +73,7 @@ def _tool_chunk(item, path):
     item = _record(item, path)
     index = _token_count(item.get("index"), path + ".index")
     call_id = _string(item.get("id"), path + ".id")
-    function = _record(item.get("function") or {}, path + ".function")
+    function = {} if item.get("function") is None else _record(item["function"], path + ".function")
     name = _string(function.get("name"), path + ".function.name")
     arguments = _string(function.get("arguments"), path + ".function.arguments")
     return ToolChunk(index=index, id=call_id, name=name, arguments_delta=arguments)
