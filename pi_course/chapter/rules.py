@@ -14,7 +14,6 @@ from dataclasses import dataclass
 
 from .steps import BEYOND_TEST, COMPARE_TEST, FOCUSED_TEST, RULES_TEST
 
-
 CHAPTER_SOURCE = "本章"
 
 
@@ -178,7 +177,8 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "5.2",
         "与本章参考一致：adapter 状态机",
-        "测试使用 4、2 两个 Provider tool index，并检查 content 顺序、每个 partial、transport 异常和 length 下保留的参数原文。",
+        "测试使用 4、2 两个 Provider tool index，并检查 content 顺序、每个 partial、"
+        "transport 异常和 length 下保留的参数原文。",
         (
             _compared("test_compare_adapter_with_the_reference"),
             _compared("test_compare_adapter_on_the_recordings"),
