@@ -67,6 +67,11 @@ BASE_URL = "https://provider.invalid/v1"
 SHOWN_LIMIT = 600
 CHAPTER_TEXTS = ("Provider stream ended without a finish chunk",)
 INVALID = "Invalid provider chunk: "
+# The narrowing's messages whose whole wording the starter's docstrings and the chapter give;
+# any other (two choices, say) is compared by the JSON path it names.
+FIXED_WORDING = re.compile(
+    r"Invalid provider chunk: \S+ must be (an object|a string|an array|a non-negative safe integer)$"
+)
 READ_PATTERNS = ("一次读完", "每个事件一次读取", "每 7 字节一次读取", "每个多字节字符从中间切开")
 
 
@@ -185,9 +190,10 @@ def usage_seen(usage: object) -> list[object]:
 
 
 def error_seen(message: str | None, reference: str | None, *, paths: bool = False) -> object:
-    """An error message as compared: the chapter's own texts exactly, ``Invalid provider chunk``
-    by the JSON path it names (``paths``: where the input has one wrong field; a payload wrong in
-    two places may be reported by either, the chapter fixes no order), else that there is one."""
+    """An error message as compared: the chapter's own texts exactly; ``Invalid provider chunk``
+    where the input has one wrong field (``paths``: a payload wrong in two places may be reported
+    by either, the chapter fixes no order) whole when its wording is given (``FIXED_WORDING``),
+    else by the JSON path it names; any other message: that there is one."""
     if message is None or reference is None:
         return message
     if reference in CHAPTER_TEXTS or reference == "Request was aborted":
@@ -195,7 +201,9 @@ def error_seen(message: str | None, reference: str | None, *, paths: bool = Fals
     if reference.startswith(INVALID):
         if not message.startswith(INVALID):
             return message
-        return f"{INVALID}{json_path(message)} …" if paths else f"{INVALID}…"
+        if not paths:
+            return f"{INVALID}…"
+        return message if FIXED_WORDING.match(reference) else f"{INVALID}{json_path(message)} …"
     return "（一条错误信息）" if message else message
 
 

@@ -1,0 +1,301 @@
+"""``make mutants``: the mutation score of ``check`` over the LAB regions of the lesson modules.
+
+A finished practice copy (the reference's lesson code) is made once; every single-point mutant
+of a LAB region (a comparison flipped, ``and``/``or`` swapped, ``x or y`` cut to one side, a ``not``
+dropped, ``+``/``-`` swapped, a constant changed, ``.get(k)`` made ``[k]``, a condition negated, one
+statement replaced by ``pass``) is written into a copy of it in turn, and ``python -m pi_course
+check 05 --json`` decides: killed (not ``done``) or survived. A survivor is either listed in
+``tools/mutants_equivalent.json`` with the reason it behaves exactly like the reference, or it
+is a hole in ``check``: the run then exits 1.
+
+    python tools/mutants.py                 # every mutant (2 workers)
+    python tools/mutants.py --sample 24     # a fixed, evenly spread sample (CI)
+    python tools/mutants.py --list          # the mutants, without running them
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import concurrent.futures
+import difflib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from pi_course.course.practice import create_practice  # noqa: E402
+from pi_course.course.starters import as_practice, lab_regions, reference_sources  # noqa: E402
+
+EQUIVALENT = Path(__file__).with_name("mutants_equivalent.json")
+CHECK_TIMEOUT = 180.0  # seconds per mutant's check (check bounds itself well below this)
+
+_FLIPPED: dict[type[ast.cmpop], type[ast.cmpop]] = {
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+    ast.Lt: ast.GtE,
+    ast.GtE: ast.Lt,
+    ast.LtE: ast.Gt,
+    ast.Gt: ast.LtE,
+    ast.Is: ast.IsNot,
+    ast.IsNot: ast.Is,
+    ast.In: ast.NotIn,
+    ast.NotIn: ast.In,
+}
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """One single-point change: where, what kind, and the new source of the changed span."""
+
+    file: str
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+    operator: str
+    replacement: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.file}:{self.line}:{self.col}:{self.operator}:{self.replacement}"
+
+    def apply(self, source: str) -> str:
+        lines = source.splitlines(keepends=True)
+        offsets = [0]
+        for line in lines:
+            offsets.append(offsets[-1] + len(line.encode()))
+        data = source.encode()
+        start = offsets[self.line - 1] + self.col
+        end = offsets[self.end_line - 1] + self.end_col
+        return (data[:start] + self.replacement.encode() + data[end:]).decode()
+
+
+def _in_lab(node: ast.AST, regions: list[tuple[int, int]]) -> bool:
+    line = getattr(node, "lineno", None)
+    end = getattr(node, "end_lineno", None)
+    return line is not None and end is not None and any(a < line and end < b for a, b in regions)
+
+
+def _docstring_nodes(tree: ast.AST) -> set[int]:
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Module):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                found.add(id(body[0]))
+                found.add(id(body[0].value))
+    return found
+
+
+def _variants(node: ast.AST) -> Iterator[tuple[str, ast.AST]]:
+    """Each single-point change of ``node`` itself (not of its children)."""
+    if isinstance(node, ast.Compare):
+        for i, op in enumerate(node.ops):
+            flipped = _FLIPPED.get(type(op))
+            if flipped is not None:
+                changed = ast.Compare(node.left, [*node.ops[:i], flipped(), *node.ops[i + 1 :]], node.comparators)
+                yield "flip-comparison", changed
+    elif isinstance(node, ast.BoolOp):
+        other = ast.Or() if isinstance(node.op, ast.And) else ast.And()
+        yield "swap-and-or", ast.BoolOp(other, node.values)
+        for i in range(len(node.values)):
+            kept = [*node.values[:i], *node.values[i + 1 :]]
+            yield "drop-operand", kept[0] if len(kept) == 1 else ast.BoolOp(node.op, kept)
+    elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        yield "drop-not", node.operand
+    elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Sub):
+        other_op = ast.Sub() if isinstance(node.op, ast.Add) else ast.Add()
+        yield "swap-add-sub", ast.BinOp(node.left, other_op, node.right)
+    elif isinstance(node, ast.Constant):
+        value = node.value
+        if isinstance(value, bool):
+            yield "flip-bool", ast.Constant(not value)
+        elif isinstance(value, int):
+            yield "change-number", ast.Constant(value + 1)
+            if value != 0:
+                yield "change-number", ast.Constant(0)
+        elif isinstance(value, str):
+            yield "change-string", ast.Constant(value + "X" if value else "X")
+            if value:
+                yield "change-string", ast.Constant("")
+    elif (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "get"
+        and len(node.args) == 1
+        and not node.keywords
+    ):
+        yield "get-to-subscript", ast.Subscript(node.func.value, node.args[0], ast.Load())
+
+
+def mutants_of(file: str, source: str) -> list[Mutant]:
+    """Every mutant of the LAB regions of one reference module, in source order."""
+    tree = ast.parse(source)
+    regions = [(begin, end) for step, begin, end in lab_regions(source)]
+    docstrings = _docstring_nodes(tree)
+    found: list[Mutant] = []
+
+    def add(node: ast.AST, operator: str, replacement: str) -> None:
+        found.append(
+            Mutant(file, node.lineno, node.col_offset, node.end_lineno or node.lineno,  # type: ignore[attr-defined]
+                   node.end_col_offset or 0, operator, replacement)  # type: ignore[attr-defined]  # fmt: skip
+        )
+
+    in_fstring = {id(inner) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr) for inner in ast.walk(node)}
+    for node in ast.walk(tree):
+        if not _in_lab(node, regions) or id(node) in docstrings:
+            continue
+        if id(node) in in_fstring and not isinstance(node, ast.JoinedStr):
+            continue  # an f-string's parts have no source offsets of their own before 3.12
+        for operator, changed in _variants(node):
+            add(node, operator, ast.unparse(changed))
+        if isinstance(node, ast.If | ast.While):
+            test = node.test
+            found.append(
+                Mutant(file, test.lineno, test.col_offset, test.end_lineno or test.lineno,
+                       test.end_col_offset or 0, "negate-condition", f"not ({ast.unparse(test)})")  # fmt: skip
+            )
+        if isinstance(node, ast.Expr | ast.Assign | ast.AugAssign | ast.AnnAssign | ast.Raise | ast.Return):
+            if isinstance(node, ast.AnnAssign) and node.value is None:
+                continue
+            add(node, "delete-statement", "pass")
+    return sorted({m.id: m for m in found if _applies(m, source)}.values(), key=lambda m: (m.line, m.col, m.id))
+
+
+def _applies(mutant: Mutant, source: str) -> bool:
+    try:
+        changed = mutant.apply(source)
+        ast.parse(changed)
+    except (SyntaxError, UnicodeDecodeError, ValueError):
+        return False
+    return changed != source
+
+
+def all_mutants() -> list[Mutant]:
+    sources = reference_sources()
+    return [mutant for name in sorted(sources) for mutant in mutants_of(name, sources[name])]
+
+
+def finished_copy(folder: Path) -> Path:
+    """A practice copy whose lesson files are the reference's: ``check`` says 完成 there."""
+    copy = create_practice(folder / "finished")
+    for name, text in reference_sources().items():
+        (copy / "pi_course" / name).write_text(as_practice(name, text), encoding="utf-8")
+    return copy
+
+
+def verdict(copy: Path) -> tuple[str, str | None, dict[str, int]]:
+    """``check 05 --json`` in ``copy``: its status, its first failure, and what it compared."""
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "pi_course", "check", "05", "--json"],
+            cwd=copy, capture_output=True, text=True, timeout=CHECK_TIMEOUT, check=False,
+            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return "timeout", "check ran past its bound", {}
+    try:
+        record = json.loads(done.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        return "no-record", (done.stderr or done.stdout)[-300:], {}
+    return record["status"], record.get("first_failure"), record.get("compared", {})
+
+
+def run_one(mutant: Mutant, base: Path, scratch: Path) -> tuple[Mutant, str, str | None]:
+    work = scratch / f"m{os.getpid()}"
+    if not work.exists():
+        shutil.copytree(base, work)
+    target = work / "pi_course" / mutant.file
+    original = target.read_text(encoding="utf-8")
+    try:
+        target.write_text(mutant.apply(original), encoding="utf-8")
+        status, failure, _ = verdict(work)
+    finally:
+        target.write_text(original, encoding="utf-8")
+    return mutant, status, failure
+
+
+def diff_of(mutant: Mutant) -> str:
+    source = as_practice(mutant.file, reference_sources()[mutant.file])
+    changed = mutant.apply(source)
+    lines = difflib.unified_diff(
+        source.splitlines(), changed.splitlines(), f"pi_course/{mutant.file}", "mutant", n=0, lineterm=""
+    )
+    return "\n".join(list(lines)[2:])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sample", type=int, help="run only N mutants, evenly spread (deterministic)")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--list", action="store_true", help="print the mutants and stop")
+    parser.add_argument("--json", type=Path, help="write every mutant's outcome here")
+    args = parser.parse_args(argv)
+
+    mutants = all_mutants()
+    if args.sample:
+        step = max(1, len(mutants) // args.sample)
+        mutants = mutants[::step][: args.sample]
+    equivalent: dict[str, str] = {
+        item["id"]: item["reason"] for item in json.loads(EQUIVALENT.read_text(encoding="utf-8"))
+    }
+    if args.list:
+        for mutant in mutants:
+            print(mutant.id)
+        return 0
+
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="pi-course-mutants-") as folder:
+        base = finished_copy(Path(folder))
+        status, failure, compared = verdict(base)
+        if status != "done":
+            print(f"the finished copy is not done: {status} {failure}", file=sys.stderr)
+            return 2
+        print(f"finished copy: done, compared {compared}; {len(mutants)} mutants, {args.jobs} workers", flush=True)
+        outcomes: list[tuple[Mutant, str, str | None]] = []
+        with concurrent.futures.ProcessPoolExecutor(args.jobs) as pool:
+            futures = [pool.submit(run_one, mutant, base, Path(folder)) for mutant in mutants]
+            for number, future in enumerate(concurrent.futures.as_completed(futures), start=1):
+                outcomes.append(future.result())
+                if number % 25 == 0:
+                    print(f"  {number}/{len(mutants)} ({time.monotonic() - started:.0f} s)", flush=True)
+    outcomes.sort(key=lambda item: (item[0].file, item[0].line, item[0].col, item[0].id))
+    killed = [item for item in outcomes if item[1] != "done"]
+    survived = [item for item in outcomes if item[1] == "done"]
+    listed = [item for item in survived if item[0].id in equivalent]
+    holes = [item for item in survived if item[0].id not in equivalent]
+    total = len(outcomes)
+    print()
+    print(f"mutants: {total}; killed {len(killed)}; survived {len(survived)} "
+          f"(equivalent, listed: {len(listed)}; not listed: {len(holes)})")  # fmt: skip
+    non_equivalent = total - len(listed)
+    if non_equivalent:
+        print(f"score over the non-equivalent mutants: {len(killed)}/{non_equivalent} = {len(killed) / non_equivalent:.1%}")
+    print(f"time: {time.monotonic() - started:.0f} s")
+    for mutant, _, _ in listed:
+        print(f"  equivalent {mutant.id}: {equivalent[mutant.id]}")
+    for mutant, _, _ in holes:
+        print(f"\nSURVIVED (not listed as equivalent): {mutant.id}\n{diff_of(mutant)}")
+    if args.json:
+        args.json.write_text(
+            json.dumps(
+                [{"id": m.id, "status": s, "first_failure": f, "equivalent": equivalent.get(m.id)} for m, s, f in outcomes],
+                ensure_ascii=False, indent=1,
+            ),
+            encoding="utf-8",
+        )  # fmt: skip
+    return 1 if holes else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
