@@ -22,6 +22,7 @@ inputs it compared (``check``'s record: ``compared``).
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import contextlib
 import copy
@@ -384,6 +385,22 @@ if st is not None:
         return AgentContext(tuple(draw(st.lists(messages(), max_size=4))), system_prompt=system, tools=tools)
 
 
+def compare_public_names(module: str) -> None:
+    """The names ``from pi_course.<module> import *`` gives: the reference's ``__all__``, and the learner's."""
+    from pi_course.course.starters import reference_sources
+
+    tree = ast.parse(reference_sources()[f"{module}.py"])
+    expected = next(
+        sorted(ast.literal_eval(node.value))
+        for node in tree.body
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__all__" for t in node.targets)
+    )
+    actual = sorted(getattr(mine(module), "__all__", []))
+    missing = [name for name in expected if name not in actual]
+    if missing:
+        differ(f"pi_course/{module}.py 的 __all__", f"from pi_course.{module} import *", f"包括 {missing}", f"__all__ 里没有 {missing}")
+
+
 def fixture_contexts() -> list[AgentContext]:
     from pi_course.chapter.fixtures import mainline_context, outbound_context
 
@@ -397,7 +414,8 @@ def test_compare_outbound_with_the_reference(
     """出站转换与本章参考一致：主线与章节 context、以及生成的各种 context，请求逐字段相同
     下一步：pi_course/outbound.py：看「实际（你的代码）」与「期望（本章参考）」第一处不同的字段，对照章节“把消息写成 Provider 请求”
     """
-    count = 0
+    compare_public_names("protocol")
+    count = 1
     for context in fixture_contexts():
         compare_outbound(twin, context)
         count += 1

@@ -97,6 +97,16 @@ def _docstring_nodes(tree: ast.AST) -> set[int]:
     return found
 
 
+def _annotations(tree: ast.AST) -> Iterator[ast.AST]:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.arg) and node.annotation is not None:
+            yield node.annotation
+        elif isinstance(node, ast.AnnAssign):
+            yield node.annotation
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.returns is not None:
+            yield node.returns
+
+
 def _variants(node: ast.AST) -> Iterator[tuple[str, ast.AST]]:
     """Each single-point change of ``node`` itself (not of its children)."""
     if isinstance(node, ast.Compare):
@@ -152,9 +162,10 @@ def mutants_of(file: str, source: str) -> list[Mutant]:
         )
 
     in_fstring = {id(inner) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr) for inner in ast.walk(node)}
+    annotations = {id(inner) for annotation in _annotations(tree) for inner in ast.walk(annotation)}
     for node in ast.walk(tree):
-        if not _in_lab(node, regions) or id(node) in docstrings:
-            continue
+        if not _in_lab(node, regions) or id(node) in docstrings or id(node) in annotations:
+            continue  # an annotation is never evaluated here (``from __future__ import annotations``)
         if id(node) in in_fstring and not isinstance(node, ast.JoinedStr):
             continue  # an f-string's parts have no source offsets of their own before 3.12
         for operator, changed in _variants(node):
