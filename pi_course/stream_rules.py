@@ -84,7 +84,10 @@ class SSEFieldReader:
         return None  # retry and unknown field names are ignored
 
     def dispatch(self, data: list[str]) -> SSEEvent | None:
-        """At a blank line: the event made of ``data`` (``None`` when no data line came)."""
+        """At a blank line: the event whose data is the data lines joined with a newline.
+
+        ``None`` when no data line came.
+        """
         event_type = self.event_type or "message"
         self.event_type = ""
         if not data:

@@ -589,6 +589,22 @@ def test_rule_every_line_ending_ends_a_line(case: str) -> None:
 
 
 @pytest.mark.step("5.3")
+def test_rule_several_data_lines_are_joined_with_a_newline() -> None:
+    """一条 event 的几行 data 用 "\\n" 连成一个 data（不是直接拼接）
+    下一步：pi_course/sse.py 的 SSEDecoder.feed()：收集的 data 行交给 _fields.dispatch(data)（它用 "\\n" 连接），或自己 "\\n".join(data)
+    """
+    reads = [b"data: a\ndata: b\n\n"]
+    per_read, rest = decoded(reads)
+    got = [data for batch in per_read for data in batch] + rest
+    explain(
+        got == ["a\nb"],
+        given=reads_shown(reads),
+        expected="一条 event，data 是 'a\\nb'",
+        actual=str(got),
+    )
+
+
+@pytest.mark.step("5.3")
 def test_rule_a_leading_bom_is_not_part_of_the_first_field() -> None:
     """流开头的 BOM（EF BB BF）不属于第一行：第一条 data 照常读出，BOM 跨两次读取也一样
     下一步：pi_course/sse.py 的 SSEDecoder.feed()：用给定的 SSEText 解码，或自己在流的开头去掉一个 \\ufeff（只在最开头，只去一个）
@@ -902,17 +918,10 @@ async def test_rule_one_terminal_event_over_sse() -> None:
 
 @pytest.mark.step("5.4")
 def test_rule_the_endpoint_is_checked_as_a_url() -> None:
-    """最终 endpoint 要检查：base URL 去掉末尾斜杠加 /chat/completions，不是绝对 http(s) URL 就报错
+    """最终 endpoint 要检查：拼出来的不是绝对 http(s) URL 就报错
     下一步：pi_course/transport.py 的 chat_completions_url()：拼好之后用 httpx.URL 解析，scheme 不是 http/https 或没有 host 时 raise ValueError
     """
     chat_completions_url = lesson("transport", "chat_completions_url")
-    good = chat_completions_url("https://provider.invalid/v1/")
-    explain(
-        good == "https://provider.invalid/v1/chat/completions",
-        given="chat_completions_url('https://provider.invalid/v1/')",
-        expected="'https://provider.invalid/v1/chat/completions'",
-        actual=repr(good),
-    )
     for bad in ("provider.invalid/v1", "not a url", ""):
         try:
             outcome = f"返回 {chat_completions_url(bad)!r}"
@@ -924,6 +933,53 @@ def test_rule_the_endpoint_is_checked_as_a_url() -> None:
             expected="抛出异常（不是绝对的 http(s) URL）",
             actual=outcome,
         )
+
+
+@pytest.mark.step("5.4")
+def test_rule_trailing_slashes_are_dropped_before_the_path() -> None:
+    """base URL 去掉末尾的斜杠（一个或几个）再加 /chat/completions：endpoint 里没有 //
+    下一步：pi_course/transport.py 的 chat_completions_url()：base_url.rstrip("/") + "/chat/completions"
+    """
+    chat_completions_url = lesson("transport", "chat_completions_url")
+    for base in (
+        "https://provider.invalid/v1",
+        "https://provider.invalid/v1/",
+        "https://provider.invalid/v1//",
+    ):
+        try:
+            outcome = repr(chat_completions_url(base))
+        except Exception as error:
+            outcome = f"raise {type(error).__name__}: {error}"
+        explain(
+            outcome == "'https://provider.invalid/v1/chat/completions'",
+            given=f"chat_completions_url({base!r})",
+            expected="'https://provider.invalid/v1/chat/completions'",
+            actual=outcome,
+        )
+
+
+@pytest.mark.step("5.4")
+def test_rule_the_key_goes_only_into_the_authorization_header() -> None:
+    """API key 只进 Authorization header（Bearer），URL、body 和其他 header 里都没有它
+    下一步：pi_course/transport.py 的 _headers()：{"Authorization": f"Bearer {key}"}，key 不写进 body 或 URL
+    """
+    seen: list[httpx.Request] = []
+    asyncio.run(drain(transport_with(None, seen).stream(REQUEST)))
+    if not seen:
+        explain(False, given="transport.stream(request)", expected="发出一次请求", actual="没有发出请求")
+    request = seen[0]
+    places = (
+        [name for name, value in request.headers.items() if KEY in value and name != "authorization"]
+        + ["URL"] * (KEY in str(request.url))
+        + ["body"] * (KEY.encode() in request.content)
+    )
+    authorization = request.headers.get("authorization", "（没有）").replace(KEY, "<密钥>")
+    explain(
+        authorization == "Bearer <密钥>" and not places,
+        given="OpenAICompatibleTransport(api_key=<密钥>).stream(request)",
+        expected="Authorization: Bearer <密钥>，别处没有密钥",
+        actual=f"Authorization: {authorization}" + (f"；密钥还在：{places}" if places else ""),
+    )
 
 
 @pytest.mark.step("5.4")

@@ -113,7 +113,9 @@ def _variants(node: ast.AST) -> Iterator[tuple[str, ast.AST]]:
         for i, op in enumerate(node.ops):
             flipped = _FLIPPED.get(type(op))
             if flipped is not None:
-                changed = ast.Compare(node.left, [*node.ops[:i], flipped(), *node.ops[i + 1 :]], node.comparators)
+                changed = ast.Compare(
+                    node.left, [*node.ops[:i], flipped(), *node.ops[i + 1 :]], node.comparators
+                )
                 yield "flip-comparison", changed
     elif isinstance(node, ast.BoolOp):
         other = ast.Or() if isinstance(node.op, ast.And) else ast.And()
@@ -157,11 +159,20 @@ def mutants_of(file: str, source: str) -> list[Mutant]:
 
     def add(node: ast.AST, operator: str, replacement: str) -> None:
         found.append(
-            Mutant(file, node.lineno, node.col_offset, node.end_lineno or node.lineno,  # type: ignore[attr-defined]
-                   node.end_col_offset or 0, operator, replacement)  # type: ignore[attr-defined]  # fmt: skip
+            Mutant(
+                file,
+                node.lineno,
+                node.col_offset,
+                node.end_lineno or node.lineno,  # type: ignore[attr-defined]
+                node.end_col_offset or 0,
+                operator,
+                replacement,
+            )  # type: ignore[attr-defined]  # fmt: skip
         )
 
-    in_fstring = {id(inner) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr) for inner in ast.walk(node)}
+    in_fstring = {
+        id(inner) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr) for inner in ast.walk(node)
+    }
     annotations = {id(inner) for annotation in _annotations(tree) for inner in ast.walk(annotation)}
     for node in ast.walk(tree):
         if not _in_lab(node, regions) or id(node) in docstrings or id(node) in annotations:
@@ -173,14 +184,23 @@ def mutants_of(file: str, source: str) -> list[Mutant]:
         if isinstance(node, ast.If | ast.While):
             test = node.test
             found.append(
-                Mutant(file, test.lineno, test.col_offset, test.end_lineno or test.lineno,
-                       test.end_col_offset or 0, "negate-condition", f"not ({ast.unparse(test)})")  # fmt: skip
+                Mutant(
+                    file,
+                    test.lineno,
+                    test.col_offset,
+                    test.end_lineno or test.lineno,
+                    test.end_col_offset or 0,
+                    "negate-condition",
+                    f"not ({ast.unparse(test)})",
+                )  # fmt: skip
             )
         if isinstance(node, ast.Expr | ast.Assign | ast.AugAssign | ast.AnnAssign | ast.Raise | ast.Return):
             if isinstance(node, ast.AnnAssign) and node.value is None:
                 continue
             add(node, "delete-statement", "pass")
-    return sorted({m.id: m for m in found if _applies(m, source)}.values(), key=lambda m: (m.line, m.col, m.id))
+    return sorted(
+        {m.id: m for m in found if _applies(m, source)}.values(), key=lambda m: (m.line, m.col, m.id)
+    )
 
 
 def _applies(mutant: Mutant, source: str) -> bool:
@@ -246,7 +266,9 @@ def diff_of(mutant: Mutant) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--sample", type=int, help="run only N mutants, evenly spread (deterministic)")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--list", action="store_true", help="print the mutants and stop")
@@ -272,7 +294,10 @@ def main(argv: list[str] | None = None) -> int:
         if status != "done":
             print(f"the finished copy is not done: {status} {failure}", file=sys.stderr)
             return 2
-        print(f"finished copy: done, compared {compared}; {len(mutants)} mutants, {args.jobs} workers", flush=True)
+        print(
+            f"finished copy: done, compared {compared}; {len(mutants)} mutants, {args.jobs} workers",
+            flush=True,
+        )
         outcomes: list[tuple[Mutant, str, str | None]] = []
         with concurrent.futures.ProcessPoolExecutor(args.jobs) as pool:
             futures = [pool.submit(run_one, mutant, base, Path(folder)) for mutant in mutants]
@@ -291,7 +316,9 @@ def main(argv: list[str] | None = None) -> int:
           f"(equivalent, listed: {len(listed)}; not listed: {len(holes)})")  # fmt: skip
     non_equivalent = total - len(listed)
     if non_equivalent:
-        print(f"score over the non-equivalent mutants: {len(killed)}/{non_equivalent} = {len(killed) / non_equivalent:.1%}")
+        print(
+            f"score over the non-equivalent mutants: {len(killed)}/{non_equivalent} = {len(killed) / non_equivalent:.1%}"
+        )
     print(f"time: {time.monotonic() - started:.0f} s")
     for mutant, _, _ in listed:
         print(f"  equivalent {mutant.id}: {equivalent[mutant.id]}")

@@ -211,6 +211,13 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "5.3",
+        "几行 data 用换行连接",
+        "At a blank line: the event whose data is the data lines joined with a newline.",
+        (_rule("test_rule_several_data_lines_are_joined_with_a_newline"),),
+        "给定代码：pi_course/stream_rules.py 里 SSEFieldReader.dispatch() 的 docstring",
+    ),
+    Rule(
+        "5.3",
         "增量解码：字符可以跨读取，开头的 BOM 不算内容",
         "transport 维护一个字符串 buffer，新字节由带 { stream: true } 的 TextDecoder 解码后依次 append：",
         (
@@ -358,6 +365,12 @@ RULES: tuple[Rule, ...] = (
     # --- 5.4 the request and the key ------------------------------------------------------------------
     Rule(
         "5.4",
+        "base URL 去掉末尾斜杠",
+        "base URL 去掉末尾斜杠后，加上 /chat/completions：",
+        (SENDS, _rule("test_rule_trailing_slashes_are_dropped_before_the_path")),
+    ),
+    Rule(
+        "5.4",
         "检查最终 endpoint",
         "用 new URL() 检查最终 endpoint。",
         (SENDS, _rule("test_rule_the_endpoint_is_checked_as_a_url")),
@@ -373,7 +386,7 @@ RULES: tuple[Rule, ...] = (
         "API key 只在 Authorization header 里",
         "请求发出时，它进入 Authorization header；"
         "body、 AgentContext 和 canonical message 中都没有这项数据。",
-        (SENDS,),
+        (SENDS, _rule("test_rule_the_key_goes_only_into_the_authorization_header")),
     ),
     Rule(
         "5.4",

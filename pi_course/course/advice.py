@@ -326,7 +326,10 @@ def failure_lines(report: Report, name: str, *, beyond: bool = False, same_hint:
         elif detail.message:
             lines = [line.removeprefix("AssertionError: ") for line in detail.message.splitlines()]
             own = [line for line in lines if line.startswith(SHOWN_LINES)]
-            decisive += [_shorten(line, 2 * WIDTH) for line in own] or [_shorten(lines[0], 2 * WIDTH)]
+            # An input is read whole where it fits in a few lines; the rest in two.
+            decisive += [_shorten(line, (4 if line.startswith("输入：") else 2) * WIDTH) for line in own] or [
+                _shorten(lines[0], 2 * WIDTH)
+            ]
         for message in detail.error_messages if not _own_lines(detail) else ():  # 实际 already says it
             decisive.append(f"你的代码发出了 error 事件，error_message：{_shorten(repr(message), 2 * WIDTH)}")
         if detail.where and detail.difference is None:

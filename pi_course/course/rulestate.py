@@ -1,8 +1,9 @@
 """Which of the chapter's rules (``pi_course/chapter/rules.py``) a checked copy keeps.
 
 A rule is kept (✓) when every test its row names passed and its step and every earlier one
-are done; broken (✗) when one of them failed and every earlier step is done; pending (待完成)
-otherwise: against an unfinished earlier step, a rule's pass or failure means nothing yet.
+are done; broken (✗) when one of its own checks failed (a rule whose only evidence is focused
+tests: one of those) and every earlier step is done; pending (待完成) otherwise: against an
+unfinished earlier step, or while its own step is still a stub, a pass or failure means nothing yet.
 """
 
 from __future__ import annotations
@@ -48,18 +49,29 @@ def rule_results(report: Report) -> list[RuleResult] | None:
         earlier = STEPS[: numbers.index(rule.step)]
         cases = [case for check in rule.checks for case in _cases(report, check)]
         failed = tuple(name for name, passed in cases if not passed)
+        # A rule with checks of its own is broken only by them: a focused test it shares with
+        # other rules fails for any of their reasons.
+        own = [check for check in rule.checks if split_check(check)[0] != FOCUSED_TEST]
+        evidence = (
+            [name for check in own for name, passed in _cases(report, check) if not passed] if own else failed
+        )
         ran_all = all(_cases(report, check) for check in rule.checks)
         state: RuleState
-        if not all(report.step_done(step) for step in earlier):
+        if not all(report.step_done(step) for step in earlier) or _still_a_stub(report, rule.step):
             state = "pending"
-        elif failed:
+        elif evidence:
             state = "broken"
-        elif ran_all and report.step_done(STEPS[numbers.index(rule.step)]):
+        elif not failed and ran_all and report.step_done(STEPS[numbers.index(rule.step)]):
             state = "kept"
         else:
             state = "pending"
         results.append(RuleResult(rule, state, failed))
     return results
+
+
+def _still_a_stub(report: Report, step: str) -> bool:
+    """Some lab function of ``step`` still raises its starter's ``NotImplementedError``."""
+    return any(item.kind == "stub" and item.message.startswith(f"Lab {step} ") for item in report.unfinished)
 
 
 def rules_ok(report: Report) -> bool:

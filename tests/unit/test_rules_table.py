@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from pi_course.chapter.rules import RULES, RULES_TEST, markdown_table, split_check, with_table
-from pi_course.chapter.steps import BEYOND_TEST, FOCUSED_TEST, STEP_NUMBERS, STEPS
+from pi_course.chapter.rules import CHAPTER_SOURCE, RULES, RULES_TEST, markdown_table, split_check, with_table
+from pi_course.chapter.steps import BEYOND_TEST, COMPARE_TEST, FOCUSED_TEST, STEP_NUMBERS, STEPS
+from pi_course.course.stubs import Unfinished
 from pi_course.course.check import print_report, record_of, verdict_of
 from pi_course.course.report import Report, step_of
 from pi_course.course.rulestate import rule_results, table_lines
@@ -40,7 +41,7 @@ def marked_step(node: ast.AsyncFunctionDef | ast.FunctionDef) -> str | None:
 
 
 def test_every_rule_has_a_check_and_every_check_exists() -> None:
-    files = {name: functions_in(name) for name in (FOCUSED_TEST, BEYOND_TEST, RULES_TEST)}
+    files = {name: functions_in(name) for name in (FOCUSED_TEST, BEYOND_TEST, RULES_TEST, COMPARE_TEST)}
     for rule in RULES:
         assert rule.checks, f"rule {rule.name!r} has no check"
         assert rule.step in STEP_NUMBERS, rule
@@ -56,8 +57,10 @@ def test_every_rule_has_a_check_and_every_check_exists() -> None:
 def test_every_rule_check_belongs_to_a_rule_and_needs_no_later_step() -> None:
     numbers = list(STEP_NUMBERS)
     named = {split_check(check)[:2] for rule in RULES for check in rule.checks}
-    for name, node in functions_in(RULES_TEST).items():
-        assert (RULES_TEST, name) in named, f"{name} is in no rule of pi_course/chapter/rules.py"
+    for file in (RULES_TEST, COMPARE_TEST):
+        for name in functions_in(file):
+            assert (file, name) in named, f"{name} is in no rule of pi_course/chapter/rules.py"
+    for name, node in {**functions_in(RULES_TEST), **functions_in(COMPARE_TEST)}.items():
         doc = ast.get_docstring(node) or ""
         assert doc.splitlines()[0].strip() and "下一步：" in doc, f"{name}: its name and 下一步 line"
         assert marked_step(node) in numbers, f"{name}: one @pytest.mark.step(...)"
@@ -79,7 +82,17 @@ def test_each_rule_quotes_the_chapter_as_written() -> None:
     if not CHAPTER.is_file():
         pytest.skip(f"the chapter's text is not at {CHAPTER}")
     text = CHAPTER.read_text(encoding="utf-8")
-    assert [rule.name for rule in RULES if rule.quote not in text] == []
+    assert [rule.name for rule in RULES if rule.source == CHAPTER_SOURCE and rule.quote not in text] == []
+
+
+def test_a_rule_the_chapter_does_not_state_quotes_the_file_it_names() -> None:
+    others = [rule for rule in RULES if rule.source != CHAPTER_SOURCE]
+    assert others, "no rule cites a source other than the chapter"
+    for rule in others:
+        path = re.search(r"pi_course/\w+\.py", rule.source)
+        assert path is not None, f"{rule.name}: its source names no file"
+        assert rule.quote in (ROOT / path[0]).read_text(encoding="utf-8"), rule.name
+        assert rule.cited == f"「{rule.quote}」（{rule.source}）"
 
 
 def test_learning_md_carries_the_table_generated_from_the_one_table() -> None:
@@ -161,3 +174,31 @@ def test_check_rules_prints_every_rule_then_the_verdict() -> None:
             "第 05 章：未完成——实践 5.4 规则「检查最终 endpoint」：test_rule_the_endpoint_is_checked_as_a_url"
         )
     )
+
+
+def test_a_rule_is_broken_only_by_its_own_checks_and_waits_while_its_step_is_a_stub() -> None:
+    outcomes = all_passing()
+    sends = f"{FOCUSED_TEST}::test_fetch_transport_sends_the_exact_request"
+    outcomes[sends] = False  # e.g. stream_options missing: the shared focused test fails
+    outcomes[f"{RULES_TEST}::test_rule_the_body_asks_for_a_stream_with_usage"] = False
+    report = Report({**DONE, "5.4": 1}, beyond=(), rule_checks=(), outcomes=outcomes)
+    states = {result.rule.name: result.state for result in rule_results(report) or ()}
+    assert states["POST、stream 与 usage 选项、同一个 signal"] == "broken"
+    assert states["检查最终 endpoint"] == "pending"  # its own check passed; its step is not done
+    assert states["API key 只在 Authorization header 里"] == "pending"
+    assert [name for name, state in states.items() if state == "broken"] == [
+        "POST、stream 与 usage 选项、同一个 signal"
+    ]
+
+    stubbed = {check: False for check in all_passing()}
+    stub = Unfinished(
+        "stub",
+        "pi_course/adapter.py",
+        "OpenAICompatibleModel._events",
+        "Lab 5.2 normalized transport 状态机 尚未实现",
+    )
+    report = Report({"5.1": 1}, beyond=(), rule_checks=(), outcomes=stubbed, unfinished=(stub,))
+    by_step: dict[str, set[str]] = {}
+    for result in rule_results(report) or ():
+        by_step.setdefault(result.rule.step, set()).add(result.state)
+    assert by_step == {"5.1": {"broken"}, "5.2": {"pending"}, "5.3": {"pending"}, "5.4": {"pending"}}
