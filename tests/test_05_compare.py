@@ -29,7 +29,7 @@ import copy
 import importlib
 import json
 import re
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from importlib.resources import files
 from types import ModuleType

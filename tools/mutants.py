@@ -101,13 +101,13 @@ def _annotations(tree: ast.AST) -> Iterator[ast.AST]:
     for node in ast.walk(tree):
         if isinstance(node, ast.arg) and node.annotation is not None:
             yield node.annotation
-        elif isinstance(node, ast.AnnAssign):
+        if isinstance(node, ast.AnnAssign):
             yield node.annotation
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.returns is not None:
             yield node.returns
 
 
-def _variants(node: ast.AST) -> Iterator[tuple[str, ast.AST]]:
+def _variants(node: ast.expr) -> Iterator[tuple[str, ast.AST]]:
     """Each single-point change of ``node`` itself (not of its children)."""
     if isinstance(node, ast.Compare):
         for i, op in enumerate(node.ops):
@@ -157,17 +157,12 @@ def mutants_of(file: str, source: str) -> list[Mutant]:
     docstrings = _docstring_nodes(tree)
     found: list[Mutant] = []
 
-    def add(node: ast.AST, operator: str, replacement: str) -> None:
+    def add(node: ast.expr | ast.stmt, operator: str, replacement: str) -> None:
+        end_line = node.end_lineno or node.lineno
         found.append(
             Mutant(
-                file,
-                node.lineno,
-                node.col_offset,
-                node.end_lineno or node.lineno,  # type: ignore[attr-defined]
-                node.end_col_offset or 0,
-                operator,
-                replacement,
-            )  # type: ignore[attr-defined]  # fmt: skip
+                file, node.lineno, node.col_offset, end_line, node.end_col_offset or 0, operator, replacement
+            )
         )
 
     in_fstring = {
@@ -179,24 +174,13 @@ def mutants_of(file: str, source: str) -> list[Mutant]:
             continue  # an annotation is never evaluated here (``from __future__ import annotations``)
         if id(node) in in_fstring and not isinstance(node, ast.JoinedStr):
             continue  # an f-string's parts have no source offsets of their own before 3.12
-        for operator, changed in _variants(node):
-            add(node, operator, ast.unparse(changed))
+        if isinstance(node, ast.expr):
+            for operator, changed in _variants(node):
+                add(node, operator, ast.unparse(changed))
         if isinstance(node, ast.If | ast.While):
-            test = node.test
-            found.append(
-                Mutant(
-                    file,
-                    test.lineno,
-                    test.col_offset,
-                    test.end_lineno or test.lineno,
-                    test.end_col_offset or 0,
-                    "negate-condition",
-                    f"not ({ast.unparse(test)})",
-                )  # fmt: skip
-            )
-        if isinstance(node, ast.Expr | ast.Assign | ast.AugAssign | ast.AnnAssign | ast.Raise | ast.Return):
-            if isinstance(node, ast.AnnAssign) and node.value is None:
-                continue
+            add(node.test, "negate-condition", f"not ({ast.unparse(node.test)})")
+        statements = ast.Expr | ast.Assign | ast.AugAssign | ast.AnnAssign | ast.Raise | ast.Return
+        if isinstance(node, statements) and not (isinstance(node, ast.AnnAssign) and node.value is None):
             add(node, "delete-statement", "pass")
     return sorted(
         {m.id: m for m in found if _applies(m, source)}.values(), key=lambda m: (m.line, m.col, m.id)
@@ -316,9 +300,8 @@ def main(argv: list[str] | None = None) -> int:
           f"(equivalent, listed: {len(listed)}; not listed: {len(holes)})")  # fmt: skip
     non_equivalent = total - len(listed)
     if non_equivalent:
-        print(
-            f"score over the non-equivalent mutants: {len(killed)}/{non_equivalent} = {len(killed) / non_equivalent:.1%}"
-        )
+        score = len(killed) / non_equivalent
+        print(f"score over the non-equivalent mutants: {len(killed)}/{non_equivalent} = {score:.1%}")
     print(f"time: {time.monotonic() - started:.0f} s")
     for mutant, _, _ in listed:
         print(f"  equivalent {mutant.id}: {equivalent[mutant.id]}")
@@ -327,7 +310,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.write_text(
             json.dumps(
-                [{"id": m.id, "status": s, "first_failure": f, "equivalent": equivalent.get(m.id)} for m, s, f in outcomes],
+                [
+                    {"id": m.id, "status": s, "first_failure": f, "equivalent": equivalent.get(m.id)}
+                    for m, s, f in outcomes
+                ],
                 ensure_ascii=False, indent=1,
             ),
             encoding="utf-8",

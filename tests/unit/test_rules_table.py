@@ -12,10 +12,10 @@ import pytest
 
 from pi_course.chapter.rules import CHAPTER_SOURCE, RULES, RULES_TEST, markdown_table, split_check, with_table
 from pi_course.chapter.steps import BEYOND_TEST, COMPARE_TEST, FOCUSED_TEST, STEP_NUMBERS, STEPS
-from pi_course.course.stubs import Unfinished
 from pi_course.course.check import print_report, record_of, verdict_of
 from pi_course.course.report import Report, step_of
 from pi_course.course.rulestate import rule_results, table_lines
+from pi_course.course.stubs import Unfinished
 
 ROOT = Path(__file__).parents[2]
 CHAPTER = Path("/work/shared/chapter-05.zh.txt")  # the specification, where it is at hand
