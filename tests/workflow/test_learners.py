@@ -102,6 +102,18 @@ def test_a_completed_copys_notebooks_run_under_nbval_lax(starter: Path, tmp_path
 
 # Each typical mistake: (learner, module, the learner's text, the mistaken text, lines check must print).
 MISTAKES = {
+    # No listed rule says how two usage payloads combine: the comparison with the reference does.
+    "usage-added-up": (
+        "dan", "sse.py",
+        "counts |= parts.usage or {}",
+        "counts = {k: counts.get(k, 0) + (parts.usage or {}).get(k, 0) for k in {*counts, *(parts.usage or {})}}",
+        ["第 05 章聚焦测试：11/11",
+         "  ✗ 实践 5.3 规则「与本章参考一致：结束原因与尾随 usage」",
+         "      输入：依次到达的 event data：",
+         "      期望（本章参考）：",
+         "      实际（你的代码）：",
+         "第 05 章：未完成——实践 5.3 规则「与本章参考一致：结束原因与尾随 usage」"],
+    ),
     "one-read-taken-as-events": (
         "bo", "sse.py",
         "self._buffer = lines.pop()",
@@ -191,7 +203,7 @@ def test_a_typical_mistake_ends_check_within_its_bound_with_the_decisive_line(
     copy = learner_copy(starter, tmp_path, learner)
     mistake(copy, module, correct, wrong)
     # The beyond checks only where the mistake is one; a shorter time bound where a test must hang.
-    flags = () if name == "key-kept-in-context" else ("--course-only",)
+    flags = () if name in ("key-kept-in-context", "usage-added-up") else ("--course-only",)
     result, _ = check(copy, *flags, bound=HANGS.get(name))
     assert result.returncode == 1, result.stdout
     assert "测试进程超过" not in result.stdout, result.stdout  # the whole-process bound never had to act
@@ -246,3 +258,21 @@ def test_learner_output_never_decides_the_verdict(starter: Path, tmp_path: Path,
                 os.kill(int(pid), signal.SIGKILL)
     assert result.stdout.splitlines()[-1] == "第 05 章：完成", result.stdout + result.stderr
     assert result.returncode == 0
+
+
+def test_a_transport_that_leaves_the_abort_after_each_read_to_abort_race_is_done(
+    starter: Path, tmp_path: Path
+) -> None:
+    """The rule's hint says AbortRace.iterate() checks the signal before and after each read: a
+    learner who relies on it, with no check of their own in the adapter, is done."""
+    copy = learner_copy(starter, tmp_path, "ada")
+    mistake(
+        copy,
+        "adapter.py",
+        "async for chunk in chunks:\n                    if signal is not None and signal.aborted:\n"
+        "                        raise AbortError()\n",
+        "async for chunk in chunks:\n",
+    )
+    result, _ = check(copy)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.splitlines()[-1] == "第 05 章：完成"
