@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NEEDS_311 := import sys; sys.exit(sys.version_info < (3, 11))
 
-.PHONY: lab test lint unit suite stages nbval notebooks bench browser dist lite lite-test clean python-ok
+.PHONY: lab test lint unit suite stages nbval notebooks bench browser dist lite lite-test mutants mutants-sample clean python-ok
 
 # Runs before every target that uses the venv (order-only: it never forces a reinstall). A .venv
 # made by an older Python, or one whose Python is gone, would otherwise fail later in pip.
@@ -77,6 +77,16 @@ notebooks: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/grade.py
+
+# The mutation score of `check` over the LAB regions: every single-point mutant of the reference's
+# lesson code, each through `check 05` in a finished copy (about half an hour on 2 cores). Exits 1 when
+# a mutant survives that tools/mutants_equivalent.json does not list with its reason.
+mutants: $(STAMP)
+	$(BIN)/python tools/mutants.py --jobs $(or $(filter-out 0,$(WORKERS)),1) --json build/mutants.json
+
+# A fixed, evenly spread sample of them (CI: the score cannot quietly fall).
+mutants-sample: $(STAMP)
+	$(BIN)/python tools/mutants.py --sample 24 --jobs $(or $(filter-out 0,$(WORKERS)),1)
 
 browser: $(STAMP)
 	$(BIN)/python -m pytest -q -m "browser and not lite" tests

@@ -308,6 +308,7 @@ def main(argv: list[str] | None = None) -> int:
     for mutant, _, _ in holes:
         print(f"\nSURVIVED (not listed as equivalent): {mutant.id}\n{diff_of(mutant)}")
     if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(
             json.dumps(
                 [
