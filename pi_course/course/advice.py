@@ -292,14 +292,41 @@ def _cause_hint(detail: Detail) -> str | None:
 
 
 def next_step(report: Report, name: str, *, beyond: bool = False) -> str:
-    """What to look at for one failing test: the evidence's diagnosis, else the test's own hint."""
+    """What to look at for one failing test: the evidence's diagnosis, else the test's own hint,
+    told in the learner's own functions (:func:`in_learners_terms`)."""
     detail = report.details.get(name, Detail())
     if beyond:
         evidence = _cause_hint(detail) or _diagnosis(name, detail)
-        return evidence or detail.hint or f"见 tests/{BEYOND_TEST} 中这项检查的说明"
+        return in_learners_terms(
+            evidence or detail.hint or f"见 tests/{BEYOND_TEST} 中这项检查的说明", report, detail
+        )
     own = _lookup(HINTS, name) or f"见 tests/{FOCUSED_TEST} 中这项测试"
     evidence = _unfinished_diagnosis(report, name, detail) or _diagnosis(name, detail)
-    return f"看 {evidence or _snapshot_diagnosis(name, detail) or own}"
+    return in_learners_terms(f"看 {evidence or _snapshot_diagnosis(name, detail) or own}", report, detail)
+
+
+_NAMED_PLACE = re.compile(r"(?P<file>pi_course/\w+\.py) 的 (?P<function>[\w.]+)\(\)")
+
+
+def in_learners_terms(hint: str, report: Report, detail: Detail) -> str:
+    """``hint`` with each ``pi_course/x.py 的 f()`` the learner's file has no ``f`` for made true.
+
+    Where the traceback stopped in that file, the function it stopped in is named; otherwise the
+    hint says the reference does it in ``f()`` and the learner's code elsewhere.
+    """
+
+    def place(found: re.Match[str]) -> str:
+        file, function = found["file"], found["function"]
+        names = report.defined.get(file)
+        if names is None or function in names or any(n.endswith(f".{function}") for n in names):
+            return found[0]
+        where = _where_parts(detail.where)
+        if where is not None and where["file"] == file:
+            return f"{file} 的 {where['function']}()（第 {where['line']} 行）"
+        reference = f"参考实现在 {function}() 里做这件事"
+        return f"{file}（{reference}；你的代码里没有 {function}()，看你做这件事的函数）"
+
+    return _NAMED_PLACE.sub(place, hint)
 
 
 def failure_lines(report: Report, name: str, *, beyond: bool = False, same_hint: bool = False) -> list[str]:

@@ -62,6 +62,7 @@ class Report:
     rule_checks: tuple[BeyondCheck, ...] | None = None  # tests/test_05_rules.py; None: not run
     outcomes: dict[str, bool] = field(default_factory=dict)  # "file.py::test[case]" → passed, every test run
     compared: dict[str, int] = field(default_factory=dict)  # step → inputs compared with the reference
+    defined: dict[str, frozenset[str]] = field(default_factory=dict)  # lesson file → its functions (stubs.py)
 
     def line(self, step: Step) -> str:
         passed = self.passed.get(step.number, 0)

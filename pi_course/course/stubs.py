@@ -69,6 +69,22 @@ def _functions(tree: ast.Module) -> list[tuple[str, ast.FunctionDef | ast.AsyncF
     return found
 
 
+def defined_functions(root: Path) -> dict[str, frozenset[str]]:
+    """Each lesson module's functions and methods (``_events``, ``SSEDecoder.feed``), by copy path.
+
+    Advice names a place in the learner's own file: where a hint names the reference's function
+    and the learner's design has none of that name, it says so instead of sending them looking.
+    """
+    found: dict[str, frozenset[str]] = {}
+    for name in LESSON_MODULES:
+        try:
+            tree = ast.parse((root / "pi_course" / name).read_text(encoding="utf-8"))
+        except (OSError, SyntaxError, ValueError):
+            continue
+        found[f"pi_course/{name}"] = frozenset(qualname for qualname, _ in _functions(tree))
+    return found
+
+
 def unfinished(root: Path) -> tuple[Unfinished, ...]:
     """The stubs and left-over yields in the copy's lesson modules (files that do not parse: none)."""
     found: list[Unfinished] = []

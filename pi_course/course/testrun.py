@@ -39,7 +39,7 @@ from .probe import probe
 from .process import run_bounded
 from .report import Report
 from .results import collection_error, read_junit, read_progress
-from .stubs import unfinished
+from .stubs import defined_functions, unfinished
 
 PLUGIN_PATH = Path(__file__).resolve().parent / "plugin_path"  # first on the test process's sys.path
 RUN_TIMEOUT = 90.0  # seconds for each process (the import probe, pytest), whatever happens inside it
@@ -148,6 +148,7 @@ def _run_tests_in(
         rule_checks=rule_checks,
         outcomes=report.outcomes,
         compared=report.compared,
+        defined=defined_functions(root),
     )
 
 

@@ -202,3 +202,27 @@ def test_a_rule_is_broken_only_by_its_own_checks_and_waits_while_its_step_is_a_s
     for result in rule_results(report) or ():
         by_step.setdefault(result.rule.step, set()).add(result.state)
     assert by_step == {"5.1": {"broken"}, "5.2": {"pending"}, "5.3": {"pending"}, "5.4": {"pending"}}
+
+
+def test_a_hint_names_the_learners_own_function_or_says_it_has_none() -> None:
+    from pi_course.course.advice import in_learners_terms
+    from pi_course.course.report import Detail
+
+    hint = "pi_course/adapter.py 的 _events()：content 槽位"
+    mine = Report(DONE, defined={"pi_course/adapter.py": frozenset({"OpenAICompatibleModel._events"})})
+    assert in_learners_terms(hint, mine, Detail()) == hint
+    other = Report(DONE, defined={"pi_course/adapter.py": frozenset({"Model.stream", "step"})})
+    stopped = Detail(where="pi_course/adapter.py:88 (step)")
+    assert (
+        in_learners_terms(hint, other, stopped) == "pi_course/adapter.py 的 step()（第 88 行）：content 槽位"
+    )
+    told = in_learners_terms(hint, other, Detail())
+    assert told.startswith("pi_course/adapter.py（参考实现在 _events() 里做这件事；你的代码里没有 _events()")
+    assert in_learners_terms(hint, Report(DONE), Detail()) == hint  # nothing known of the copy: as written
+
+
+def test_the_compare_files_property_is_the_contracts() -> None:
+    from pi_course.course.plugin_path.pi_course_check.contract import Fact
+
+    source = (ROOT / "tests" / COMPARE_TEST).read_text(encoding="utf-8")
+    assert f'COMPARED = "{Fact.COMPARED.value}"' in source
