@@ -9,12 +9,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ...chapter.rules import RULES
 from ...chapter.steps import CHAPTER_TOTAL, STEPS
 
 STATUSES = ("done", "incomplete", "import-error", "timeout", "not-a-copy")
 CONTRACT_FIELDS = (
     "name", "path", "status", "focused", "focused_passed", "focused_total", "beyond_passed", "beyond_total",
-    "first_failure", "seconds",
+    "first_failure", "seconds", "rules_kept", "rules_total", "compared",
 )  # fmt: skip
 FIELDS = (*CONTRACT_FIELDS, "flags", "graded_at", "tests")  # tests: name → passed, each that ran
 
@@ -47,6 +48,9 @@ def empty_record(
         "beyond_total": 0,
         "first_failure": first_failure,
         "seconds": round(seconds, 2),
+        "rules_kept": 0,
+        "rules_total": len(RULES),
+        "compared": {},
         "flags": list(flags),
         "graded_at": now(),
         "tests": {},

@@ -193,6 +193,7 @@ def grade_one(
         output = "\n".join([*notes, err.rstrip(), out.rstrip()]).strip()
         return Graded(empty_record(source.name, source.path, "import-error", why, seconds, flags), output)
     shaped = {key: record.get(key) for key in CONTRACT_FIELDS}
+    shaped["compared"] = shaped["compared"] or {}
     if shaped["status"] == "import-error" and assembled.missing:  # name the file, not its importer
         shaped["first_failure"] = f"副本里没有 {'、'.join(assembled.missing)}：pi_course 无法导入。"
     shaped.update(name=source.name, path=str(source.path), seconds=round(seconds, 2), flags=flags)
