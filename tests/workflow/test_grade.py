@@ -307,7 +307,9 @@ def record(name: str, status: str, passed: int, first_failure: str | None = None
         "focused": {"5.1": [min(passed, 1), 1], "5.2": [max(0, min(passed - 1, 3)), 3],
                     "5.3": [max(0, min(passed - 4, 5)), 5], "5.4": [max(0, min(passed - 9, 2)), 2]},
         "focused_passed": passed, "focused_total": 11, "beyond_passed": 9 if status == "done" else 0,
-        "beyond_total": 9, "first_failure": first_failure, "seconds": 1.25, "flags": [],
+        "beyond_total": 9, "first_failure": first_failure, "seconds": 1.25,
+        "rules_kept": 46 if status == "done" else 3, "rules_total": 46, "compared": {"5.1": 153} if passed else {},
+        "flags": [],
         "graded_at": "2026-12-04T10:00:00Z", "tests": {},
     }  # fmt: skip
 
