@@ -122,3 +122,12 @@ def test_every_module_a_learner_runs_is_installed_by_lab() -> None:
         if not {name.lower() for name in distributions.get(module, [module])} & allowed
     }
     assert missing == {}
+
+
+def test_the_browser_edition_carries_the_hypothesis_release_lab_pins() -> None:
+    """check's generated inputs come from one hypothesis release everywhere: the same verdict in a tab."""
+    _, optional = extras()
+    pinned = [spec for spec in optional["lab"] if spec.startswith("hypothesis")]
+    assert len(pinned) == 1 and "==" in pinned[0], pinned
+    lite = (Path(__file__).parents[2] / "tools" / "lite" / "requirements.txt").read_text(encoding="utf-8")
+    assert pinned[0] in lite.splitlines()
