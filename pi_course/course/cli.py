@@ -171,7 +171,7 @@ async def _chat(prompt: str, model_name: str | None) -> int:
     return 0
 
 
-def _serve(host: str, port: int) -> int:
+def _serve(host: str, port: int, api_key: str | None = None) -> int:
     try:
         from ..provider.server import serve as run_server
     except ImportError as error:
@@ -185,8 +185,9 @@ def _serve(host: str, port: int) -> int:
         reason = error.strerror or str(error)
         _say(f"无法在 {host}:{port} 上启动本地 provider：{reason}。换一个端口（--port）或地址（--host）。")
         return 1
-    print(f"pi_course local provider on http://{host}:{port}/v1 (Ctrl-C stops it)")
-    run_server(host, port)
+    checked = "any other Bearer key gets 401" if api_key else "no API key checked"
+    print(f"pi_course local provider on http://{host}:{port}/v1 ({checked}; Ctrl-C stops it)")
+    run_server(host, port, api_key)
     return 0
 
 
@@ -215,6 +216,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     serve = commands.add_parser("serve", help="run the scripted OpenAI-compatible provider")
     serve.add_argument("--host", default="127.0.0.1", help="interface (default: loopback only)")
     serve.add_argument("--port", type=_port, default=DEFAULT_PORT, help=f"1-65535 (default: {DEFAULT_PORT})")
+    serve.add_argument(
+        "--api-key",
+        metavar="KEY",
+        help="answer 401 invalid_api_key to any other Bearer key (default: none checked)",
+    )
 
     chat = commands.add_parser(
         "chat",
@@ -327,7 +333,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 1
     if args.command == "serve":
         try:
-            return _serve(args.host, args.port)
+            return _serve(args.host, args.port, args.api_key)
         except KeyboardInterrupt:
             return EXIT_INTERRUPTED
     if args.command == "chat":

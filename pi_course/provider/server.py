@@ -1,9 +1,12 @@
 """An embedded, scripted OpenAI-compatible provider on loopback: no key, no network, no cost.
 
 ``POST /v1/chat/completions`` answers with Server-Sent Events when ``stream`` is true and with a
-JSON completion otherwise; ``GET /v1/models`` lists the scripts. The reply is chosen by the
-request's model name (``mainline`` is the chapter's main line); a name that is neither a script nor
-a recording gets what a real OpenAI-compatible server answers: HTTP 404, ``model_not_found``.
+JSON completion otherwise; ``GET /v1/models`` lists the scripts, ``GET /v1/models/{id}`` gives one.
+The reply is chosen by the request's model name (``mainline`` is the chapter's main line); a name
+that is neither a script nor a recording gets what a real OpenAI-compatible server answers: HTTP
+404, ``model_not_found``. Every error, on every route and method, is OpenAI's JSON shape. No key is
+checked unless one is set (``api_key``, ``serve --api-key``): then any other Bearer key gets 401
+``invalid_api_key``. A page served from another loopback port may call it (CORS).
 
 ``recorded/<name>`` replays, byte for byte, a stream recorded from a real provider (the corpus in
 ``recordings/``, described by its ``index.json``), so real-world streams can be read offline.
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import re
 import threading
 import time
@@ -23,9 +27,13 @@ from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..chapter.fixtures import interleaved_chunks
 from ..chapter.wire import choice_payload, mainline_payloads, payloads_of, usage_payload
@@ -94,7 +102,9 @@ SCRIPTS: dict[str, Callable[[MessageList], Reply]] = {
     "interleaved-4-2": interleaved(4, 2),
     "interleaved": interleaved(0, 1),
     "slow": slow,
-    "fault-401": lambda m: HTTPFailure(401, "Incorrect API key provided.", "invalid_request_error"),
+    "fault-401": lambda m: HTTPFailure(
+        401, "Incorrect API key provided.", "invalid_request_error", code="invalid_api_key"
+    ),
     "fault-429": lambda m: HTTPFailure(429, "Rate limit reached, retry later.", "rate_limit_error"),
     "fault-500": lambda m: HTTPFailure(500, "The server had an error.", "server_error"),
     "fault-stream-error": lambda m: [
@@ -191,17 +201,25 @@ async def _sse_body(steps: Sequence[Step], model: str, include_usage: bool) -> A
 
 
 def _completion(steps: Sequence[Step], model: str) -> dict[str, Any]:
-    """Fold a script into one non-streaming chat completion."""
+    """Fold a script into one non-streaming chat completion; a fault stays the fault.
+
+    Content that is not a string is sent as it is (``fault-invalid-chunk``), and a script without
+    a finish reason answers ``finish_reason: null`` and no usage (``fault-missing-finish``).
+    """
     text: list[str] = []
+    invalid: object = None
     calls: dict[int, dict[str, Any]] = {}
-    reason, totals = "stop", None
+    reason, totals = None, None
     for step in steps:
         if not isinstance(step, dict) or "error" in step:
             continue
         totals = step.get("usage") or totals
         for choice in step["choices"]:
             fields = choice["delta"]
-            text.append(fields.get("content") or "")
+            content = fields.get("content")
+            if content is not None and not isinstance(content, str):
+                invalid = content
+            text.append(content if isinstance(content, str) else "")
             for call in fields.get("tool_calls") or []:
                 slot = calls.setdefault(
                     call["index"], {"id": "", "type": "function", "function": {"name": "", "arguments": ""}}
@@ -210,7 +228,10 @@ def _completion(steps: Sequence[Step], model: str) -> dict[str, Any]:
                 slot["function"]["name"] += call["function"].get("name") or ""
                 slot["function"]["arguments"] += call["function"].get("arguments") or ""
             reason = choice.get("finish_reason") or reason
-    message: dict[str, Any] = {"role": "assistant", "content": "".join(text) or None}
+    message: dict[str, Any] = {
+        "role": "assistant",
+        "content": invalid if invalid is not None else "".join(text) or None,
+    }
     if calls:
         message["tool_calls"] = [calls[index] for index in calls]
     return {
@@ -272,12 +293,92 @@ async def list_models(request: Request) -> Response:
     return JSONResponse({"object": "list", "data": data})
 
 
-def create_app() -> Starlette:
+def _model_object(name: str) -> dict[str, Any] | None:
+    if name in SCRIPTS:
+        return {"id": name, "object": "model", "created": 0, "owned_by": "pi-course"}
+    entry = recordings_index().get(name.removeprefix(RECORDED_PREFIX))
+    if name.startswith(RECORDED_PREFIX) and entry is not None:
+        return {"id": name, "object": "model", "created": 0, "owned_by": entry["provider"] or "pi-course"}
+    return None
+
+
+async def retrieve_model(request: Request) -> Response:
+    name = request.path_params["model"]
+    found = _model_object(name)
+    if found is None:
+        return unknown_model(name).response()
+    return JSONResponse(found)
+
+
+_ERROR_TYPES = {401: "invalid_request_error", 404: "invalid_request_error", 405: "invalid_request_error"}
+
+
+async def _http_error(request: Request, error: Exception) -> Response:
+    """Starlette's own errors (an unknown route, a method a route does not take) in OpenAI's shape."""
+    assert isinstance(error, HTTPException)
+    if error.status_code == 404:
+        message = f"Unknown request URL: {request.method} {request.url.path}."
+        code = "unknown_url"
+    elif error.status_code == 405:
+        message = f"Method {request.method} is not allowed on {request.url.path}."
+        code = "method_not_allowed"
+    else:
+        message, code = str(error.detail), None
+    failure = HTTPFailure(
+        error.status_code, message, _ERROR_TYPES.get(error.status_code, "server_error"), code
+    )
+    response = failure.response()
+    response.headers.update(error.headers or {})
+    return response
+
+
+async def _server_error(request: Request, error: Exception) -> Response:
+    """Anything the provider did not expect: a 500 in OpenAI's shape, never a text page."""
+    return HTTPFailure(500, f"The server had an error ({type(error).__name__}).", "server_error").response()
+
+
+class KeyCheck:
+    """With a key set, every request but a CORS preflight must carry ``Authorization: Bearer <key>``."""
+
+    def __init__(self, app: ASGIApp, api_key: str | None) -> None:
+        self.app = app
+        self.expected = f"Bearer {api_key}".encode() if api_key else None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.expected is None or scope["type"] != "http" or scope["method"] == "OPTIONS":
+            await self.app(scope, receive, send)
+            return
+        sent = dict(scope["headers"]).get(b"authorization")
+        if sent == self.expected:
+            await self.app(scope, receive, send)
+            return
+        message = "Incorrect API key provided." if sent else "You didn't provide an API key."
+        failure = HTTPFailure(401, message, "invalid_request_error", code="invalid_api_key")
+        await failure.response()(scope, receive, send)
+
+
+# A page on any loopback origin (another port of this machine) may call the provider.
+LOOPBACK_ORIGINS = r"https?://(127\.0\.0\.1|localhost|\[::1\])(:\d+)?"
+
+
+def create_app(api_key: str | None = None) -> Starlette:
+    """The provider's ASGI app; with ``api_key``, requests must carry it as their Bearer key."""
     return Starlette(
         routes=[
             Route("/v1/chat/completions", chat_completions, methods=["POST"]),
             Route("/v1/models", list_models, methods=["GET"]),
-        ]
+            Route("/v1/models/{model:path}", retrieve_model, methods=["GET"]),
+        ],
+        middleware=[
+            Middleware(
+                CORSMiddleware,
+                allow_origin_regex=LOOPBACK_ORIGINS,
+                allow_methods=["*"],
+                allow_headers=["*"],
+            ),
+            Middleware(KeyCheck, api_key=api_key),
+        ],
+        exception_handlers={HTTPException: _http_error, Exception: _server_error},
     )
 
 
@@ -287,16 +388,17 @@ def create_app() -> Starlette:
 class LocalProvider:
     """Runs the scripted provider in a background thread, e.g. beside a notebook kernel.
 
-    ``port=0`` picks a free port; read the address from :attr:`base_url`.
+    ``port=0`` picks a free port; read the address from :attr:`base_url`. With ``api_key``, any
+    other Bearer key gets 401 ``invalid_api_key``; without one, no key is checked.
     """
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, *, api_key: str | None = None) -> None:
         import uvicorn
 
         # Quiet and without dictConfig: in a notebook, server logs would land in cell outputs,
         # and a scripted connection drop is logged by uvicorn as an application error.
         config = uvicorn.Config(
-            create_app(),
+            create_app(api_key),
             host=host,
             port=port,
             log_config=None,
@@ -344,8 +446,16 @@ class LocalProvider:
         return f"LocalProvider({state})"
 
 
-def serve(host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> None:
-    """Run the provider in the foreground (``python -m pi_course serve``)."""
+class _NoScriptedDrops(logging.Filter):
+    """uvicorn logs an exception out of a response as an application error: a scripted drop is none."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and isinstance(record.exc_info[1], _DroppedConnection))
+
+
+def serve(host: str = "127.0.0.1", port: int = DEFAULT_PORT, api_key: str | None = None) -> None:
+    """Run the provider in the foreground (``python -m pi_course serve [--api-key KEY]``)."""
     import uvicorn
 
-    uvicorn.run(create_app(), host=host, port=port, log_level="info", lifespan="off")
+    logging.getLogger("uvicorn.error").addFilter(_NoScriptedDrops())
+    uvicorn.run(create_app(api_key), host=host, port=port, log_level="info", lifespan="off")

@@ -420,3 +420,134 @@ async def test_an_unknown_model_is_a_404_naming_it_as_a_real_provider_answers(
     assert (result.error_message or "").startswith(
         "Provider returned HTTP 404: The model `nope` does not exist."
     )
+
+
+# --- answering as OpenAI does (real clients: openai-python, httpx) ---------------------------------
+
+
+def openai_client(provider: LocalProvider, key: str = "sk-anything") -> openai.OpenAI:
+    return openai.OpenAI(base_url=provider.base_url, api_key=key, max_retries=0)
+
+
+def test_models_retrieve_works_for_every_listed_model(provider: LocalProvider) -> None:
+    client = openai_client(provider)
+    listed = [model.id for model in client.models.list()]
+    assert "mainline" in listed and any(name.startswith("recorded/") for name in listed)
+    for name in (listed[0], "mainline", next(n for n in listed if n.startswith("recorded/"))):
+        assert client.models.retrieve(name).id == name
+    with pytest.raises(openai.NotFoundError) as caught:
+        client.models.retrieve("no-such-model")
+    assert caught.value.code == "model_not_found"
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "status", "code"),
+    [
+        ("GET", "/v1/nothing-here", 404, "unknown_url"),
+        ("GET", "/", 404, "unknown_url"),
+        ("DELETE", "/v1/models", 405, "method_not_allowed"),
+        ("GET", "/v1/chat/completions", 405, "method_not_allowed"),
+        ("PUT", "/v1/models/mainline", 405, "method_not_allowed"),
+    ],
+)
+async def test_every_error_on_every_route_and_method_is_openai_json(
+    provider: LocalProvider, method: str, path: str, status: int, code: str
+) -> None:
+    async with httpx.AsyncClient() as client:
+        response = await client.request(method, f"http://{provider.host}:{provider.port}{path}")
+    assert response.status_code == status
+    assert response.headers["content-type"].startswith("application/json")
+    error = response.json()["error"]
+    assert error["code"] == code and isinstance(error["message"], str) and error["type"]
+
+
+def test_non_streaming_faults_answer_as_the_faults(provider: LocalProvider) -> None:
+    async def post(model: str) -> httpx.Response:
+        async with httpx.AsyncClient() as client:
+            body = {"model": model, "messages": [{"role": "user", "content": "x"}]}
+            return await client.post(f"{provider.base_url}/chat/completions", json=body)
+
+    invalid = asyncio.run(post("fault-invalid-chunk"))
+    assert invalid.status_code == 200, invalid.text
+    assert invalid.json()["choices"][0]["message"]["content"] == 42  # the invalid chunk's content, as sent
+    missing = asyncio.run(post("fault-missing-finish"))
+    choice = missing.json()["choices"][0]
+    assert (choice["finish_reason"], missing.json()["usage"]) == (None, None)
+    assert choice["message"]["content"] == "正在读取"
+    # openai-python reads them as they are (it validates loosely): the fault is visible, not hidden
+    client = openai_client(provider)
+    completion = client.chat.completions.create(
+        model="fault-missing-finish", messages=[{"role": "user", "content": "x"}]
+    )
+    assert completion.choices[0].finish_reason is None
+
+
+def test_an_api_key_set_on_the_provider_is_checked_as_openai_does() -> None:
+    with LocalProvider(api_key="sk-right") as keyed:
+        right = openai_client(keyed, "sk-right")
+        assert right.models.retrieve("mainline").id == "mainline"
+        stream = right.chat.completions.create(
+            model="mainline", messages=[{"role": "user", "content": "x"}], stream=True
+        )
+        assert [chunk for chunk in stream]
+        with pytest.raises(openai.AuthenticationError) as caught:
+            openai_client(keyed, "sk-wrong").models.list()
+        assert caught.value.status_code == 401 and caught.value.code == "invalid_api_key"
+        keyless = httpx.get(f"{keyed.base_url}/models")  # no Authorization header at all
+        assert keyless.status_code == 401 and keyless.json()["error"]["code"] == "invalid_api_key"
+    # no key set: none checked (the default the notebooks use)
+    with LocalProvider() as open_provider:
+        assert openai_client(open_provider, "sk-whatever").models.retrieve("mainline").id == "mainline"
+
+
+async def test_a_page_on_another_loopback_port_may_call_it(provider: LocalProvider) -> None:
+    url = f"{provider.base_url}/chat/completions"
+    origin = "http://127.0.0.1:8765"
+    async with httpx.AsyncClient() as client:
+        preflight = await client.options(
+            url,
+            headers={
+                "Origin": origin,
+                "Access-Control-Request-Method": "POST",
+                "Access-Control-Request-Headers": "authorization, content-type",
+            },
+        )
+        assert preflight.status_code == 200, preflight.text
+        assert preflight.headers["access-control-allow-origin"] == origin
+        assert "POST" in preflight.headers["access-control-allow-methods"]
+        answer = await client.get(f"{provider.base_url}/models", headers={"Origin": origin})
+        assert answer.headers["access-control-allow-origin"] == origin
+        elsewhere = await client.get(
+            f"{provider.base_url}/models", headers={"Origin": "https://evil.example"}
+        )
+        assert "access-control-allow-origin" not in elsewhere.headers
+
+
+@pytest.mark.slow
+def test_serve_with_an_api_key_and_no_traceback_for_a_scripted_drop() -> None:
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "pi_course", "serve", "--port", str(port), "--api-key", "sk-served"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        base = f"http://127.0.0.1:{port}/v1"
+        for _ in range(200):
+            try:
+                httpx.get(f"{base}/models")
+                break
+            except httpx.TransportError:
+                threading.Event().wait(0.05)
+        assert httpx.get(f"{base}/models").json()["error"]["code"] == "invalid_api_key"
+        headers = {"Authorization": "Bearer sk-served"}
+        assert httpx.get(f"{base}/models", headers=headers).status_code == 200
+        body = {"model": "fault-drop", "messages": [], "stream": True}
+        with pytest.raises(httpx.RemoteProtocolError):
+            with httpx.stream("POST", f"{base}/chat/completions", json=body, headers=headers) as response:
+                for _ in response.iter_bytes():
+                    pass
+    finally:
+        server.terminate()
+        out, _ = server.communicate(timeout=10)
+    assert "any other Bearer key gets 401" in out
+    assert "Traceback" not in out and "Exception in ASGI application" not in out, out
