@@ -542,10 +542,12 @@ def test_serve_with_an_api_key_and_no_traceback_for_a_scripted_drop() -> None:
         headers = {"Authorization": "Bearer sk-served"}
         assert httpx.get(f"{base}/models", headers=headers).status_code == 200
         body = {"model": "fault-drop", "messages": [], "stream": True}
-        with pytest.raises(httpx.RemoteProtocolError):
-            with httpx.stream("POST", f"{base}/chat/completions", json=body, headers=headers) as response:
-                for _ in response.iter_bytes():
-                    pass
+        with (
+            pytest.raises(httpx.RemoteProtocolError),
+            httpx.stream("POST", f"{base}/chat/completions", json=body, headers=headers) as response,
+        ):
+            for _ in response.iter_bytes():
+                pass
     finally:
         server.terminate()
         out, _ = server.communicate(timeout=10)
