@@ -9,6 +9,7 @@ that names it.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import shutil
@@ -276,3 +277,15 @@ def test_a_transport_that_leaves_the_abort_after_each_read_to_abort_race_is_done
     result, _ = check(copy)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.splitlines()[-1] == "第 05 章：完成"
+
+
+def test_a_finished_copys_record_says_how_many_inputs_each_step_was_compared_on(
+    starter: Path, tmp_path: Path
+) -> None:
+    copy = learner_copy(starter, tmp_path, "cai")
+    result, _ = check(copy, "--json")
+    record = json.loads(result.stdout)
+    assert record["status"] == "done", record["first_failure"]
+    assert sorted(record["compared"]) == ["5.1", "5.2", "5.3", "5.4"]
+    assert all(count >= 100 for count in record["compared"].values()), record["compared"]
+    assert record["rules_kept"] == record["rules_total"] == len(RULES)
