@@ -55,7 +55,7 @@ from pi_course import (
     UserMessage,
 )
 from pi_course.course.inkernel import await_here
-from pi_course.course.twin import Twin, reference_twin
+from pi_course.course.twin import Twin, reference_files, reference_twin
 
 try:
     from hypothesis import HealthCheck, Phase, given, settings
@@ -440,10 +440,8 @@ if st is not None:
 
 def compare_public_names() -> None:
     """Every public name of the reference's ``pi_course`` and ``pi_course.protocol`` is there in the learner's."""
-    from pi_course.course.starters import reference_sources
-
     for module, file in (("pi_course", "__init__.py"), ("pi_course.protocol", "protocol.py")):
-        tree = ast.parse(reference_sources()[file])
+        tree = ast.parse(reference_files()[file])
         expected = next(
             ast.literal_eval(node.value)
             for node in tree.body

@@ -12,9 +12,10 @@ from __future__ import annotations
 import importlib
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from types import ModuleType
 
-from .starters import reference_sources
+from .starters import TARGET_FOLDER, reference_sources
 
 TWIN = "pi_course._reference_twin"
 SHARED = ("protocol", "seam", "stream_rules", "payload_reading")  # given code: one copy for both
@@ -44,7 +45,7 @@ def reference_twin() -> Twin:
         shared = importlib.import_module(f"pi_course.{name}")
         sys.modules[f"{TWIN}.{name}"] = shared
         setattr(package, name, shared)
-    sources = reference_sources()
+    sources = reference_files()
     for name in LESSON:
         module = ModuleType(f"{TWIN}.{name}")
         module.__package__ = TWIN
@@ -54,6 +55,19 @@ def reference_twin() -> Twin:
         exec(code, module.__dict__)
         setattr(package, name, module)
     return _twin_of(package)
+
+
+def reference_files() -> dict[str, str]:
+    """The target the tree under test carries (a practice copy's, also in a browser tab, where the
+    tooling itself loads from the wheel); the package's own marked modules in the reference."""
+    lesson_package = sys.modules.get("pi_course") or importlib.import_module("pi_course")
+    target = Path(str(lesson_package.__file__)).parent / TARGET_FOLDER
+    if target.is_dir():
+        return {
+            path.relative_to(target).as_posix(): path.read_text(encoding="utf-8")
+            for path in target.glob("*.py")
+        }
+    return reference_sources()
 
 
 def _twin_of(package: ModuleType) -> Twin:
