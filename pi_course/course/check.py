@@ -189,10 +189,8 @@ def print_report(
     out = file or sys.stdout
     if verbose and report.output:
         print(report.output.rstrip(), end="\n\n", file=out)
-    if rules and report.red_light is None:
-        shown = table_lines(report)
-    else:
-        shown = report_lines(report, steps, compact=compact)
+    # --rules: the whole table at every stage (with a red light every rule is still to do)
+    shown = table_lines(report) if rules else report_lines(report, steps, compact=compact)
     lines = shown + next_step_lines(report, steps)
     if lines:
         print("\n".join(lines), file=out)

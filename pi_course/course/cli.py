@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import os
 import re
@@ -16,6 +17,7 @@ from ..chapter.steps import STEP_NUMBERS
 from ..provider import DEFAULT_PORT
 from .import_failure import lesson_imported
 
+EXIT_FAILED = 1  # the command ran and its answer is no (or its reader went away)
 EXIT_USAGE = 2  # a bad argument, path or variable: nothing was run
 EXIT_INTERRUPTED = 130
 
@@ -210,6 +212,19 @@ class _Once(argparse.Action):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; output into a pipe that closed early (``check 05 --rules | head``) is no error."""
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        # The reader is gone: say nothing more, and let the interpreter's final flush find /dev/null.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        with contextlib.suppress(OSError, ValueError):  # a stdout with no file descriptor
+            os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return EXIT_FAILED
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     parser = _Parser(prog="python -m pi_course", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -260,7 +275,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--course-only", action="store_true", help="the 11 focused tests alone, without the beyond checks"
     )
     check.add_argument(
-        "--json", action="store_true", help="print the copy's record (JSON, one line) and nothing else"
+        "--json",
+        action="store_true",
+        help="print the copy's record (JSON, one line) alone on stdout; the text report goes to stderr",
     )
     check.add_argument(
         "--rules", action="store_true", help="the chapter's rules table, ✓ / ✗ / 待完成 for the copy"

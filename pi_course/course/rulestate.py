@@ -140,8 +140,10 @@ def table_lines(report: Report) -> list[str]:
     """``check 05 --rules``: every rule with ✓ / ✗ / 待完成, by step, the chapter's sentence quoted."""
     results = rule_results(report)
     if results is None:
-        return ["本章规则：没有检查（先让 pi_course 能导入、5.1 的两个类型就位）"]
-    lines = [count_line(report) or ""]
+        results = [RuleResult(rule, "pending", ()) for rule in RULES]
+        lines = [f"本章规则：0/{len(RULES)}（还没有检查：先让 pi_course 能导入、5.1 的两个类型就位）"]
+    else:
+        lines = [count_line(report) or ""]
     for step in STEPS:
         lines.append(f"实践 {step.number} {step.label}")
         for result in results:

@@ -453,3 +453,29 @@ async def test_a_real_provider_gets_a_non_strict_transport() -> None:
     assert default_model({}) == LOCAL_DEFAULT_MODEL
     assert default_model(env) == "m"
     assert default_model({"PI_COURSE_BASE_URL": "https://x/v1"}) is None
+
+
+@pytest.mark.slow
+def test_check_rules_prints_the_table_on_a_fresh_copy_and_a_closed_pipe_is_no_error(copy: Path) -> None:
+    from pi_course.chapter.rules import RULES
+
+    result = run_in(copy, "check", "05", "--rules")
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"本章规则：0/{len(RULES)}（还没有检查：先让 pi_course 能导入、5.1 的两个类型就位）"
+    assert sum(line.startswith("  待完成 ") for line in lines) == len(RULES)
+    assert lines[-1].startswith("第 05 章：未完成——第一次红灯")
+    # `check 05 --rules | head`: the reader has gone before the output is written
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pi_course", "check", "05", "--rules"],
+        cwd=copy, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.close()
+    errors = process.stderr.read()
+    assert process.wait(timeout=120) == 1
+    assert "Traceback" not in errors and "BrokenPipeError" not in errors, errors
+
+
+def test_check_json_help_says_where_the_text_goes(capsys: pytest.CaptureFixture[str]) -> None:
+    text = " ".join(help_text(capsys, ["check", "--help"]).split())
+    assert "alone on stdout; the text report goes to stderr" in text
