@@ -379,6 +379,25 @@ def test_the_command_line_refuses_a_missing_path_in_one_line(tmp_path: Path) -> 
     assert bad.returncode == 2 and "--jobs" in bad.stderr and "正整数" in bad.stderr
 
 
+def test_every_output_path_is_checked_before_any_copy_is_graded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pi_course.course.grade import command
+
+    graded: list[object] = []
+    monkeypatch.setattr(command, "grade", lambda *args, **kwargs: graded.append(args) or [])
+    fake_copy(tmp_path / "class" / "ada")
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x", encoding="utf-8")
+    # a path under a file cannot be written: said before any copy is graded
+    code = command.run([str(tmp_path / "class")], json_file=str(blocker / "class.json"), sandbox="none")
+    assert code == 2 and graded == []
+    # a folder that does not exist yet is made
+    out = tmp_path / "out" / "class.json"
+    assert command.run([str(tmp_path / "class")], json_file=str(out), sandbox="none") == 0
+    assert len(graded) == 1 and out.is_file()
+
+
 # --- the copy's autograding workflow ---------------------------------------------------------------
 
 

@@ -108,6 +108,7 @@ def run(
         weights = parse_points(points)
         students: dict[str, Student] = read_roster(roster) if roster else {}
         chosen = choose(sandbox)
+        _check_outputs(json_file, csv_file, html_file)
     except (GradeError, GradebookError, SandboxError) as error:
         print(error, file=sys.stderr)
         return EXIT_USAGE
@@ -142,6 +143,29 @@ def run(
     print(table(results, shutil.get_terminal_size((160, 24)).columns, warning))
     code = _write(results, codes, json_file, csv_file, html_file, weights, students, warning)
     return EXIT_INTERRUPTED if interrupted else code
+
+
+def _check_outputs(*names: str | None) -> None:
+    """Before any copy is graded: every output's folder exists (made when missing) and takes a file.
+
+    A class can take minutes to grade; a path that cannot be written is found first, not after.
+    """
+    for name in filter(None, names):
+        target = Path(name).expanduser()
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if target.is_dir():
+                raise IsADirectoryError(21, "这是一个目录")
+            existed = target.exists()
+            with target.open("a", encoding="utf-8"):
+                pass  # appending nothing: an existing file (a re-grade merges into it) is left as it is
+            if not existed:
+                target.unlink()
+        except OSError as error:
+            reason = error.strerror or error
+            raise GradeError(
+                f"grade 05：无法写入 {name}：{reason}（还没有开始评分）。换一个可以写入的路径。"
+            ) from None
 
 
 def _write(
