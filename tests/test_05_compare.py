@@ -122,6 +122,23 @@ def _settings(examples: int) -> Callable[[Any], Any]:
     )
 
 
+def on_generated(examples: int, inputs: Any, compare_one: Callable[[Any], None]) -> int:
+    """``compare_one`` on ``examples`` inputs hypothesis draws (derandomized: the same inputs every
+    run), the first failure shrunk to a minimal input; how many were compared."""
+    need_hypothesis()
+    ran = 0
+
+    @_settings(examples)
+    @given(inputs)
+    def each(value: Any) -> None:
+        nonlocal ran
+        ran += 1
+        compare_one(value)
+
+    each()
+    return ran
+
+
 def need_hypothesis() -> None:
     if st is None:
         pytest.fail(
@@ -503,16 +520,7 @@ def test_compare_outbound_with_the_reference(
     for context in fixture_contexts():
         compare_outbound(twin, context)
         count += 1
-    need_hypothesis()
-
-    @_settings(150)
-    @given(contexts())
-    def generated(context: AgentContext) -> None:
-        nonlocal count
-        count += 1
-        compare_outbound(twin, context)
-
-    generated()
+    count += on_generated(150, contexts(), lambda context: compare_outbound(twin, context))
     record_property(COMPARED, count)
 
 
@@ -707,16 +715,7 @@ def test_compare_adapter_with_the_reference(
         for abort_at in (None, *range(len(items) + 1)):
             compare_adapter(twin, items, abort_at)
             count += 1
-    need_hypothesis()
-
-    @_settings(120)
-    @given(chunk_scripts())
-    def generated(script: tuple[tuple[object, ...], int | None]) -> None:
-        nonlocal count
-        count += 1
-        compare_adapter(twin, *script)
-
-    generated()
+    count += on_generated(120, chunk_scripts(), lambda script: compare_adapter(twin, *script))
     record_property(COMPARED, count)
 
 
@@ -899,16 +898,7 @@ def test_compare_sse_decoder_with_the_reference(
     下一步：pi_course/sse.py 的 SSEDecoder.feed()：按「输入」的读取顺序走一遍行缓冲，看哪次读取少了或多了事件
     """
     count = 0
-    need_hypothesis()
-
-    @_settings(200)
-    @given(byte_streams())
-    def generated(reads: list[bytes]) -> None:
-        nonlocal count
-        count += 1
-        compare_decoder(twin, reads)
-
-    generated()
+    count += on_generated(200, byte_streams(), lambda reads: compare_decoder(twin, reads))
     for name, body in recordings():
         for pattern in READ_PATTERNS:
             compare_decoder(twin, read_pattern(body, pattern), f"录制 {name}，{pattern}")
@@ -1071,16 +1061,7 @@ def test_compare_payload_validation_with_the_reference(
     for payload in single_faults():
         compare_payload(twin, payload)
         count += 1
-    need_hypothesis()
-
-    @_settings(300)
-    @given(payloads())
-    def generated(payload: object) -> None:
-        nonlocal count
-        count += 1
-        compare_payload(twin, payload)
-
-    generated()
+    count += on_generated(300, payloads(), lambda payload: compare_payload(twin, payload))
     for _name, body in recordings():
         for data in sse_datas(twin, body):
             with contextlib.suppress(ValueError):
@@ -1243,16 +1224,9 @@ def test_compare_chunk_reader_with_the_reference(
     下一步：pi_course/sse.py 的 read_provider_chunks()：finish reason 先记住，usage 逐字段合并（后来的只覆盖它带来的字段），流结束时产出一个 FinishChunk
     """
     count = 0
-    need_hypothesis()
-
-    @_settings(200)
-    @given(event_streams(), st.booleans())
-    def generated(events: list[SSEEvent], strict: bool) -> None:
-        nonlocal count
-        count += 1
-        compare_reader(twin, events, strict)
-
-    generated()
+    count += on_generated(
+        200, st.tuples(event_streams(), st.booleans()), lambda drawn: compare_reader(twin, *drawn)
+    )
     for name, body in recordings():
         events = [SSEEvent(data) for data in [*sse_datas(twin, body), "[DONE]"]]
         for strict in (True, False):
@@ -1399,7 +1373,8 @@ def transport_seen(seen: Seen, reference: Seen, key: str = KEY) -> dict[str, Any
     }
 
 
-def compare_transport(twin: Twin, exchange: Exchange, name: str | None = None) -> None:
+def compare_transport(twin: Twin, exchange: Exchange, name: str | None = None) -> tuple[Seen, Seen]:
+    """The learner's transport beside the reference's on one exchange; both sides, for more checks."""
     expected = run(through_transport(twin.transport, exchange))
     with alone("transport", "sse", twin.sse):
         actual = run(through_transport(mine("transport"), exchange))
@@ -1407,6 +1382,7 @@ def compare_transport(twin: Twin, exchange: Exchange, name: str | None = None) -
     compare(
         piece, name or exchange.shown(), transport_seen(expected, expected), transport_seen(actual, expected)
     )
+    return expected, actual
 
 
 @pytest.mark.step("5.3")
@@ -1532,20 +1508,12 @@ def test_compare_transport_requests_and_errors_with_the_reference(
     下一步：pi_course/transport.py：按「输入」看第一处不同：URL 与 header（_headers、chat_completions_url）、body（request_body）、错误脱敏（_Secret.redact）
     """
     count = 0
-    need_hypothesis()
 
-    @_settings(120)
-    @given(exchanges())
-    def generated(exchange: Exchange) -> None:
-        nonlocal count
-        count += 1
-        compare_transport(twin, exchange)
-        expected = run(through_transport(twin.transport, exchange))
-        with alone("transport", "sse", twin.sse):
-            actual = run(through_transport(mine("transport"), exchange))
+    def compare_one(exchange: Exchange) -> None:
+        expected, actual = compare_transport(twin, exchange)
         compare("pi_course/transport.py：发出的请求", exchange.shown(), expected.requests, actual.requests)
 
-    generated()
+    count += on_generated(120, exchanges(), compare_one)
 
     for base_url in (
         "https://api.example.com/v1",
