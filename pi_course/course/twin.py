@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
-from .starters import TARGET_FOLDER, reference_sources
+from .starters import TARGET_FOLDER, lab_regions, reference_sources
 
 TWIN = "pi_course._reference_twin"
 SHARED = ("protocol", "seam", "stream_rules", "payload_reading")  # given code: one copy for both
@@ -58,16 +58,21 @@ def reference_twin() -> Twin:
 
 
 def reference_files() -> dict[str, str]:
-    """The target the tree under test carries (a practice copy's, also in a browser tab, where the
-    tooling itself loads from the wheel); the package's own marked modules in the reference."""
+    """The reference's LAB-marked modules by file name, from the first place that has them.
+
+    The target the tree under test carries (a practice copy's, or the tree ``grade`` assembles);
+    else the marked modules of the package this tooling belongs to: the reference itself, or in a
+    browser tab the installed wheel's (``check`` there tests a copy in memory without its tooling).
+    """
     lesson_package = sys.modules.get("pi_course") or importlib.import_module("pi_course")
-    target = Path(str(lesson_package.__file__)).parent / TARGET_FOLDER
-    if target.is_dir():
-        return {
-            path.relative_to(target).as_posix(): path.read_text(encoding="utf-8")
-            for path in target.glob("*.py")
-        }
-    return reference_sources()
+    tooling_package = Path(__file__).resolve().parents[1]
+    for package in (Path(str(lesson_package.__file__)).parent, tooling_package):
+        target = package / TARGET_FOLDER
+        if target.is_dir():
+            return {path.name: path.read_text(encoding="utf-8") for path in sorted(target.glob("*.py"))}
+    marked = {path.name: path.read_text(encoding="utf-8") for path in sorted(tooling_package.glob("*.py"))}
+    found = {name: text for name, text in marked.items() if lab_regions(text)}
+    return found if found else reference_sources()
 
 
 def _twin_of(package: ModuleType) -> Twin:

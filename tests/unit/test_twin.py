@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
 import pi_course.adapter
 import pi_course.protocol
 import pi_course.seam
@@ -18,3 +24,23 @@ def test_the_twin_is_the_reference_over_the_trees_own_types() -> None:
     assert twin.adapter.build_request is twin.outbound.build_request
     assert twin.transport.iter_sse_events is twin.sse.iter_sse_events
     assert reference_twin().adapter is twin.adapter  # loaded once per process
+
+
+def test_without_a_target_beside_the_lesson_the_tooling_packages_reference_is_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A browser tab's check tests a copy in memory that holds no tooling (nor its target): the
+    reference then comes from the package the tooling loads from (the wheel there)."""
+    from pi_course.course.starters import reference_sources
+    from pi_course.course.twin import reference_files
+
+    in_memory = types.ModuleType("pi_course")
+    (tmp_path / "pi_course").mkdir()
+    (tmp_path / "pi_course" / "outbound.py").write_text("def build_request(model, context): ...\n")
+    in_memory.__file__ = str(tmp_path / "pi_course" / "__init__.py")
+    monkeypatch.setitem(sys.modules, "pi_course", in_memory)
+    assert reference_files() == reference_sources()  # the repository's own marked modules
+    target = tmp_path / "pi_course" / "course" / "target-05"
+    target.mkdir(parents=True)
+    (target / "outbound.py").write_text("# the copy's target\n")
+    assert reference_files() == {"outbound.py": "# the copy's target\n"}
