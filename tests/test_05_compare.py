@@ -122,14 +122,15 @@ def _settings(examples: int) -> Callable[[Any], Any]:
     )
 
 
-def on_generated(examples: int, inputs: Any, compare_one: Callable[[Any], None]) -> int:
-    """``compare_one`` on ``examples`` inputs hypothesis draws (derandomized: the same inputs every
-    run), the first failure shrunk to a minimal input; how many were compared."""
+def on_generated(examples: int, inputs: Callable[[], Any], compare_one: Callable[[Any], None]) -> int:
+    """``compare_one`` on ``examples`` inputs hypothesis draws from the strategy ``inputs()`` makes
+    (derandomized: the same inputs every run), the first failure shrunk to a minimal input; how
+    many were compared."""
     need_hypothesis()
     ran = 0
 
     @_settings(examples)
-    @given(inputs)
+    @given(inputs())
     def each(value: Any) -> None:
         nonlocal ran
         ran += 1
@@ -520,7 +521,7 @@ def test_compare_outbound_with_the_reference(
     for context in fixture_contexts():
         compare_outbound(twin, context)
         count += 1
-    count += on_generated(150, contexts(), lambda context: compare_outbound(twin, context))
+    count += on_generated(150, contexts, lambda context: compare_outbound(twin, context))
     record_property(COMPARED, count)
 
 
@@ -715,7 +716,7 @@ def test_compare_adapter_with_the_reference(
         for abort_at in (None, *range(len(items) + 1)):
             compare_adapter(twin, items, abort_at)
             count += 1
-    count += on_generated(120, chunk_scripts(), lambda script: compare_adapter(twin, *script))
+    count += on_generated(120, chunk_scripts, lambda script: compare_adapter(twin, *script))
     record_property(COMPARED, count)
 
 
@@ -898,7 +899,7 @@ def test_compare_sse_decoder_with_the_reference(
     下一步：pi_course/sse.py 的 SSEDecoder.feed()：按「输入」的读取顺序走一遍行缓冲，看哪次读取少了或多了事件
     """
     count = 0
-    count += on_generated(200, byte_streams(), lambda reads: compare_decoder(twin, reads))
+    count += on_generated(200, byte_streams, lambda reads: compare_decoder(twin, reads))
     for name, body in recordings():
         for pattern in READ_PATTERNS:
             compare_decoder(twin, read_pattern(body, pattern), f"录制 {name}，{pattern}")
@@ -1061,7 +1062,7 @@ def test_compare_payload_validation_with_the_reference(
     for payload in single_faults():
         compare_payload(twin, payload)
         count += 1
-    count += on_generated(300, payloads(), lambda payload: compare_payload(twin, payload))
+    count += on_generated(300, payloads, lambda payload: compare_payload(twin, payload))
     for _name, body in recordings():
         for data in sse_datas(twin, body):
             with contextlib.suppress(ValueError):
@@ -1225,7 +1226,7 @@ def test_compare_chunk_reader_with_the_reference(
     """
     count = 0
     count += on_generated(
-        200, st.tuples(event_streams(), st.booleans()), lambda drawn: compare_reader(twin, *drawn)
+        200, lambda: st.tuples(event_streams(), st.booleans()), lambda drawn: compare_reader(twin, *drawn)
     )
     for name, body in recordings():
         events = [SSEEvent(data) for data in [*sse_datas(twin, body), "[DONE]"]]
@@ -1513,7 +1514,7 @@ def test_compare_transport_requests_and_errors_with_the_reference(
         expected, actual = compare_transport(twin, exchange)
         compare("pi_course/transport.py：发出的请求", exchange.shown(), expected.requests, actual.requests)
 
-    count += on_generated(120, exchanges(), compare_one)
+    count += on_generated(120, exchanges, compare_one)
 
     for base_url in (
         "https://api.example.com/v1",

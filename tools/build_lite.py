@@ -51,9 +51,10 @@ KERNEL_PLUGIN = "@jupyterlite/pyodide-kernel-extension:kernel"
 # "jedi" is named so the kernel does not ask piplite for it; the lock holds an empty placeholder
 # distribution under that name (no module: IPython completes without jedi), 5 MB saved.
 KERNEL_PACKAGES = ("micropip", "piplite", "ipykernel", "comm", "pyodide-kernel", "ipython", "jedi")
-# pytest and starlette are imported from inside pi_course (uvicorn by a beyond check), which the
+# pytest, hypothesis and starlette are imported from inside pi_course and its checks (uvicorn by a
+# beyond check; hypothesis by the comparison with the reference), which the
 # kernel's import scanner does not see: preload them with what the notebooks use.
-COURSE_PACKAGES = ("pi-course", "httpx", "starlette", "pytest", "uvicorn", "ipywidgets")
+COURSE_PACKAGES = ("pi-course", "httpx", "starlette", "pytest", "hypothesis", "uvicorn", "ipywidgets")
 # What Pyodide's own marker environment says; used to keep only the dependencies that apply there.
 MARKER_ENV = {
     "implementation_name": "cpython",
