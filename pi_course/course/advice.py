@@ -15,7 +15,7 @@ from ..chapter.rules import CHAPTER_SOURCE
 from ..chapter.steps import BEYOND_TEST, FOCUSED_TEST, STEPS, Step
 from .import_failure import CHECK_VERBOSE
 from .report import Detail, Report, step_of
-from .rulestate import RuleResult, broken_rules, rule_behind, rule_name
+from .rulestate import RuleResult, broken_rules, is_comparison, rule_behind, rule_name
 from .stubs import Unfinished
 
 WIDTH = 110  # longest value shown in full on one line
@@ -488,7 +488,8 @@ def first_thing_to_fix(report: Report, steps: tuple[Step, ...] = STEPS) -> str |
         return report.red_light
     for step in steps:
         if report.step_done(step):
-            broken = broken_rules(report, step.number)
+            # a rule that says what is wrong first; a comparison only says that it differs
+            broken = sorted(broken_rules(report, step.number), key=lambda result: is_comparison(result.rule))
             if broken:
                 return f"{rule_name(broken[0])}：{broken[0].failed[0]}"
             continue

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..chapter.rules import RULES, Rule, split_check
-from ..chapter.steps import FOCUSED_TEST, STEPS
+from ..chapter.steps import COMPARE_TEST, FOCUSED_TEST, STEPS
 from .report import Report
 
 RuleState = Literal["kept", "broken", "pending"]
@@ -107,16 +107,24 @@ def rule_behind(report: Report, step: str, test: str) -> RuleResult | None:
     def only_focused(result: RuleResult) -> bool:
         return all(split_check(check)[0] == FOCUSED_TEST for check in result.rule.checks)
 
-    for choose in (
-        lambda r: names(r) and own(r),
-        own,
-        lambda r: names(r) and only_focused(r),
-        names,
-    ):
-        found = [result for result in broken if choose(result)]
-        if found:
-            return found[0]
+    # A rule that says what is wrong comes before a comparison that says only that it differs.
+    stated = [result for result in broken if not is_comparison(result.rule)]
+    for candidates in (stated, broken):
+        for choose in (
+            lambda r: names(r) and own(r),
+            own,
+            lambda r: names(r) and only_focused(r),
+            names,
+        ):
+            found = [result for result in candidates if choose(result)]
+            if found:
+                return found[0]
     return None
+
+
+def is_comparison(rule: Rule) -> bool:
+    """A rule whose evidence is the comparison with the reference (``tests/test_05_compare.py``)."""
+    return all(split_check(check)[0] == COMPARE_TEST for check in rule.checks)
 
 
 def rule_name(result: RuleResult) -> str:

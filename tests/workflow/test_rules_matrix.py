@@ -179,6 +179,35 @@ DEPARTURES: dict[str, tuple[str, list[Patch]]] = {
         "错误离开 transport 之前脱敏",
         [("transport.py", 'message.replace(key, "[redacted]")', 'message.replace(key, "[redacted]", 1)')],
     ),
+    "slashes-kept": (
+        "base URL 去掉末尾斜杠",
+        [("transport.py", 'url = base_url.rstrip("/") + "/chat/completions"', 'url = base_url + "/chat/completions"')],
+    ),
+    "data-joined-without-newline": (
+        "几行 data 用换行连接",
+        [("sse.py", 'SSEEvent("\\n".join(data), kind, self._last_id)', 'SSEEvent("".join(data), kind, self._last_id)')],
+    ),
+    # Departures no listed rule names: only the comparison with the reference sees them.
+    "text-dropped-beside-tool-calls": (
+        "与本章参考一致：出站转换",
+        [("outbound.py", '"content": _words(words) if words else None}', '"content": _words(words) if words and len(words) == len(content) else None}')],
+    ),
+    "error-without-text": (
+        "与本章参考一致：adapter 状态机",
+        [("adapter.py", "str(error) or type(error).__name__", "str(error)")],
+    ),
+    "event-type-kept": (
+        "与本章参考一致：SSE 分帧",
+        [("sse.py", 'kind, self._event = self._event or "message", ""', 'kind = self._event or "message"')],
+    ),
+    "first-tool-call-path-always": (
+        "与本章参考一致：外部数据验证",
+        [("sse.py", 'f"choices[0].delta.tool_calls[{i}]"', '"choices[0].delta.tool_calls[0]"')],
+    ),
+    "usage-added-up": (
+        "与本章参考一致：结束原因与尾随 usage",
+        [("sse.py", "counts |= parts.usage or {}", "counts = {k: counts.get(k, 0) + (parts.usage or {}).get(k, 0) for k in {*counts, *(parts.usage or {})}}")],
+    ),
 }  # fmt: skip
 
 RULES_BY_NAME = {rule.name: rule for rule in RULES}
