@@ -204,6 +204,10 @@ DEPARTURES: dict[str, tuple[str, list[Patch]]] = {
         "与本章参考一致：外部数据验证",
         [("sse.py", 'f"choices[0].delta.tool_calls[{i}]"', '"choices[0].delta.tool_calls[0]"')],
     ),
+    "strict-ignored": (
+        "与本章参考一致：HTTP 读取与取消",
+        [("transport.py", "iter_provider_chunks(iter_sse_events(reads), strict=self.strict)", "iter_provider_chunks(iter_sse_events(reads))")],
+    ),
     "usage-added-up": (
         "与本章参考一致：结束原因与尾随 usage",
         [("sse.py", "counts |= parts.usage or {}", "counts = {k: counts.get(k, 0) + (parts.usage or {}).get(k, 0) for k in {*counts, *(parts.usage or {})}}")],
@@ -240,9 +244,15 @@ def checked(copy: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     return verdict_of(testrun.run_tests(STEPS, copy, beyond=True)).line
 
 
+# A comparison whose every input a stated rule also covers: its departures are those rules'.
+COVERED_BY_STATED_RULES = {
+    "与本章参考一致：请求与密钥脱敏": "5.4's stated rules and its two focused tests cover the request and the key",
+}
+
+
 def test_every_rule_has_a_departure() -> None:
     departed = {rule for rule, _ in DEPARTURES.values()}
-    assert set(RULES_BY_NAME) - departed == set()
+    assert set(RULES_BY_NAME) - departed == set(COVERED_BY_STATED_RULES)
     assert departed - set(RULES_BY_NAME) == set()
 
 
