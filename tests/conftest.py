@@ -12,6 +12,9 @@ import pytest
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "step(number): the last practice step a beyond check needs")
+    config.addinivalue_line(
+        "markers", "bound_times(n): under check, this test may take n times the per-test bound"
+    )
 
 
 @pytest.fixture

@@ -44,3 +44,20 @@ def test_without_a_target_beside_the_lesson_the_tooling_packages_reference_is_us
     target.mkdir(parents=True)
     (target / "outbound.py").write_text("# the copy's target\n")
     assert reference_files() == {"outbound.py": "# the copy's target\n"}
+
+
+def test_a_comparison_gets_its_markers_multiple_of_the_per_test_bound() -> None:
+    from pi_course.course.plugin_path.pi_course_check.plugin import BOUND_TIMES, CheckReporter
+
+    class Item:
+        def __init__(self, marker: pytest.MarkDecorator | None) -> None:
+            self.marker = marker.mark if marker is not None else None
+
+        def get_closest_marker(self, name: str) -> object:
+            return self.marker if self.marker is not None and self.marker.name == name else None
+
+    reporter = CheckReporter(5.0)
+    assert reporter.bound(Item(None)) == 5.0  # type: ignore[arg-type]
+    assert reporter.bound(Item(getattr(pytest.mark, BOUND_TIMES)(8))) == 40.0  # type: ignore[arg-type]
+    source = (Path(__file__).parents[1] / "test_05_compare.py").read_text(encoding="utf-8")
+    assert f"pytestmark = pytest.mark.{BOUND_TIMES}(8)" in source

@@ -37,6 +37,7 @@ from .alarm import alarm
 from .contract import PROGRESS_VARIABLE, TIMEOUT_VARIABLE, Fact, progress_line, time_bound
 
 SYNC_GRACE = 2.0  # how much longer than the bound an async test may take to react to cancellation
+BOUND_TIMES = "bound_times"  # a marker: a check that compares hundreds of inputs gets n bounds, not one
 MAX_TIMEOUTS = 3  # a solution that hangs everywhere should not cost the learner a minute
 GIVEN_FILES = ("protocol.py", "stream_rules.py")  # code the lesson calls but does not write
 _HERE = Path(__file__).resolve().parent  # this plugin's frames are never the learner's line
@@ -47,6 +48,7 @@ _interrupted = pytest.StashKey[bool]()  # SIGALRM stopped it: the code never gav
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "step(number): the last practice step a beyond check needs")
+    config.addinivalue_line("markers", f"{BOUND_TIMES}(n): this test may take n times the per-test bound")
     config.pluginmanager.register(CheckReporter(time_bound(os.environ.get(TIMEOUT_VARIABLE))))
 
 
@@ -75,7 +77,7 @@ class CheckReporter:
         test = pyfuncitem.obj
         if not asyncio.iscoroutinefunction(test):
             return (yield)
-        pyfuncitem.obj = _bounded(test, pyfuncitem, self.seconds)
+        pyfuncitem.obj = _bounded(test, pyfuncitem, self.bound(pyfuncitem))
         try:
             return (yield)
         finally:
@@ -84,8 +86,8 @@ class CheckReporter:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, object, object]:
         is_async = asyncio.iscoroutinefunction(getattr(item, "obj", None))
-        after = self.seconds + SYNC_GRACE if is_async else self.seconds
-        seconds = self.seconds
+        seconds = self.bound(item)
+        after = seconds + SYNC_GRACE if is_async else seconds
 
         def interrupt(signum: int, frame: FrameType | None) -> None:
             item.stash[_timed_out] = seconds
@@ -97,6 +99,11 @@ class CheckReporter:
 
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
         self.comparisons.clear()
+
+    def bound(self, item: pytest.Item) -> float:
+        """This test's bound: the run's, times its ``bound_times`` marker's factor when it has one."""
+        marker = item.get_closest_marker(BOUND_TIMES)
+        return self.seconds * float(marker.args[0]) if marker is not None and marker.args else self.seconds
 
     # --- report facts ---------------------------------------------------------------------------
 
