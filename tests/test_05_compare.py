@@ -708,6 +708,16 @@ def adapter_fixture_scripts() -> list[tuple[object, ...]]:
     return [MAINLINE_CHUNKS, TEXT_CHUNKS, DIAGNOSTIC_4_2_CHUNKS, interleaved_chunks(0, 1)]
 
 
+# How a stream can end without a finish, each once (generated scripts meet them only by chance).
+ENDINGS: tuple[tuple[tuple[object, ...], int | None], ...] = (
+    ((TextChunk("正在"), RuntimeError("连接中断：compare-ending")), 2),  # an error, a signal not aborted
+    ((TextChunk("正在"), RuntimeError()), None),  # an error with no text: its type names it
+    ((TextChunk("正在"), AbortError()), None),  # the transport's own cancellation, no signal
+    ((TextChunk("正在"), BrokeAfterAbort("读取在 abort() 之后断开")), None),  # aborted, whatever the error
+    ((TextChunk("正在"),), None),  # no finish at all
+)
+
+
 @pytest.mark.step("5.2")
 def test_compare_adapter_with_the_reference(
     twin: Twin, record_property: Callable[[str, object], None]
@@ -720,6 +730,9 @@ def test_compare_adapter_with_the_reference(
         for abort_at in (None, *range(len(items) + 1)):
             compare_adapter(twin, items, abort_at)
             count += 1
+    for items, abort_at in ENDINGS:
+        compare_adapter(twin, items, abort_at)
+        count += 1
     count += on_generated(120, chunk_scripts, lambda script: compare_adapter(twin, *script))
     record_property(COMPARED, count)
 
