@@ -2,9 +2,9 @@
 
 The twin is an in-memory package, :data:`TWIN`, holding the reference ``outbound``, ``adapter``,
 ``sse`` and ``transport`` (:func:`reference_files`: the target the tree carries, else the marked
-modules of the package the tooling loads from). Its ``protocol``, ``seam``, ``stream_rules`` and ``payload_reading`` *are* the
-tree's own modules, so the learner's pieces and the reference's exchange the same types and can be
-composed: the learner's adapter over the reference's reader, and so on.
+modules of the package the tooling loads from). Its ``protocol``, ``seam``, ``stream_rules`` and
+``payload_reading`` *are* the tree's own modules, so the learner's pieces and the reference's
+exchange the same types and can be composed: the learner's adapter over the reference's reader.
 """
 
 from __future__ import annotations
