@@ -55,7 +55,8 @@ from pi_course import (
     UserMessage,
 )
 from pi_course.course.inkernel import await_here
-from pi_course.course.twin import Twin, reference_files, reference_twin
+from pi_course.course.starters import reference_sources
+from pi_course.course.twin import Twin, reference_twin
 
 try:
     from hypothesis import HealthCheck, Phase, given, settings
@@ -463,7 +464,7 @@ if st is not None:
 def compare_public_names() -> None:
     """Every public name of the reference's ``pi_course`` and ``pi_course.protocol`` is there in the learner's."""
     for module, file in (("pi_course", "__init__.py"), ("pi_course.protocol", "protocol.py")):
-        tree = ast.parse(reference_files()[file])
+        tree = ast.parse(reference_sources()[file])
         expected = next(
             ast.literal_eval(node.value)
             for node in tree.body

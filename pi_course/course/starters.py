@@ -136,6 +136,8 @@ def _is_marked(source: str) -> bool:
 def reference_sources() -> dict[str, str]:
     """The LAB-marked reference modules by file name: the package itself, or a copy's target.
 
+    Where the lesson package has neither (a browser tab's ``check`` tests a copy in memory that
+    holds no tooling), the package this tooling loads from: the installed wheel there.
     Raises :class:`PracticeError` in a practice copy made before copies carried their target.
     """
     shipped = PACKAGE / TARGET_FOLDER
@@ -150,6 +152,10 @@ def reference_sources() -> dict[str, str]:
             text = path.read_text(encoding="utf-8")
             if _is_marked(text):
                 sources[name] = text
+    tooling = Path(__file__).resolve().parents[1]
+    if not sources and tooling != PACKAGE.resolve():
+        found = {path.name: path.read_text(encoding="utf-8") for path in sorted(tooling.glob("*.py"))}
+        sources = {name: text for name, text in found.items() if _is_marked(text)}
     if not sources:
         raise PracticeError(
             f"这个练习副本里没有 target（pi_course/{TARGET_FOLDER}/）：它是用旧版本的 pi_course 创建的。"

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-import types
 from pathlib import Path
 
 import pytest
@@ -31,19 +29,20 @@ def test_without_a_target_beside_the_lesson_the_tooling_packages_reference_is_us
 ) -> None:
     """A browser tab's check tests a copy in memory that holds no tooling (nor its target): the
     reference then comes from the package the tooling loads from (the wheel there)."""
-    from pi_course.course.starters import reference_sources
-    from pi_course.course.twin import reference_files
+    from pi_course.course import starters
 
-    in_memory = types.ModuleType("pi_course")
-    (tmp_path / "pi_course").mkdir()
-    (tmp_path / "pi_course" / "outbound.py").write_text("def build_request(model, context): ...\n")
-    in_memory.__file__ = str(tmp_path / "pi_course" / "__init__.py")
-    monkeypatch.setitem(sys.modules, "pi_course", in_memory)
-    assert reference_files() == reference_sources()  # the repository's own marked modules
-    target = tmp_path / "pi_course" / "course" / "target-05"
+    repository = starters.reference_sources()  # the repository's own marked modules
+    in_memory = tmp_path / "pi_course"
+    in_memory.mkdir()
+    (in_memory / "outbound.py").write_text("def build_request(model, context): ...\n")  # a learner's
+    monkeypatch.setattr(starters, "PACKAGE", in_memory)
+    assert starters.reference_sources() == {
+        name: text for name, text in repository.items() if "/" not in name
+    }
+    target = in_memory / "course" / "target-05"
     target.mkdir(parents=True)
     (target / "outbound.py").write_text("# the copy's target\n")
-    assert reference_files() == {"outbound.py": "# the copy's target\n"}
+    assert starters.reference_sources() == {"outbound.py": "# the copy's target\n"}
 
 
 def test_a_comparison_gets_its_markers_multiple_of_the_per_test_bound() -> None:
