@@ -284,22 +284,19 @@ def _recorded(model: str, stream: bool) -> Response:
     )
 
 
-async def list_models(request: Request) -> Response:
-    data = [{"id": name, "object": "model", "created": 0, "owned_by": "pi-course"} for name in SCRIPTS]
-    data += [
-        {"id": RECORDED_PREFIX + name, "object": "model", "created": 0, "owned_by": owner or "pi-course"}
-        for name, owner in ((name, entry["provider"]) for name, entry in recordings_index().items())
-    ]
-    return JSONResponse({"object": "list", "data": data})
-
-
 def _model_object(name: str) -> dict[str, Any] | None:
+    """What ``GET /v1/models`` lists for one model: a script, or ``recorded/<name>`` (its provider)."""
     if name in SCRIPTS:
         return {"id": name, "object": "model", "created": 0, "owned_by": "pi-course"}
     entry = recordings_index().get(name.removeprefix(RECORDED_PREFIX))
     if name.startswith(RECORDED_PREFIX) and entry is not None:
         return {"id": name, "object": "model", "created": 0, "owned_by": entry["provider"] or "pi-course"}
     return None
+
+
+async def list_models(request: Request) -> Response:
+    data = [_model_object(name) for name in [*SCRIPTS, *recorded_models()]]
+    return JSONResponse({"object": "list", "data": data})
 
 
 async def retrieve_model(request: Request) -> Response:
