@@ -2,10 +2,13 @@
 
 In both modes: ``[DONE]`` with spaces, in-stream ``error`` payloads, refusals, choice index 0 only,
 tool call ``type`` and empty fragments, nothing after the finish reason, the usage sent noted so an
-error keeps it, and ignored fields (reasoning, citations, thinking parts) logged once per stream at
-INFO on ``pi_course.reading``. Reading provider quirks (``strict=False``, what ``connect()`` uses for
+error keeps it, and what was set aside (reasoning text, citations, thinking parts) kept in a
+:class:`SetAside` and logged once per stream at INFO on ``pi_course.reading`` (the record carries
+it as ``record.set_aside``). Reading provider quirks (``strict=False``, what ``connect()`` uses for
 a real provider) also reads what the provider meant: a finish reason without ``delta``, whole tool
-calls without ``index``, array ``content``; it skips payloads with nothing readable (annotations).
+calls without ``index``, array ``content``, a ``content_filter`` finish (an error saying so, the
+partial kept), an ``n > 1`` stream (choice 0 read, the others set aside); it skips payloads with
+nothing readable (annotations).
 """
 
 from __future__ import annotations
@@ -38,6 +41,16 @@ TEXT_DELTA_KEYS = frozenset({"content", "role"})  # a delta that :func:`only_tex
 
 class ProviderError(Exception):
     """The provider reported an error inside the stream (a payload with an ``error`` field)."""
+
+
+class ProviderFiltered(ProviderError):
+    """The provider's content filter stopped the answer (``finish_reason: "content_filter"``)."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            'The provider\'s content filter stopped the answer (finish_reason "content_filter"); '
+            "the text received before it is kept"
+        )
 
 
 class ProviderRefusal(ProviderError):
@@ -140,12 +153,17 @@ def safe_integer(value: object) -> int | None:
     return value if type(value) is int and 0 <= value <= MAX_SAFE_INTEGER else None
 
 
-class IgnoredFields:
-    """The sizes of the fields one stream's reader ignored, logged once when the stream ends."""
+class SetAside:
+    """What one stream's reader set aside: sizes per field, and the text of reasoning and other choices.
+
+    Logged once when the stream ends (``record.set_aside`` is this object), so a caller that wants
+    the reasoning a provider sent reads ``texts["reasoning_content"]`` (or ``"reasoning"``, ...).
+    """
 
     def __init__(self) -> None:
         self.sizes: dict[str, int] = {}  # field → size: "reasoning_content", "citations", ...
         self.units: dict[str, str] = {}  # field → unit of its size ("chars"), when it has one
+        self.texts: dict[str, str] = {}  # field → its text: "reasoning", "choices[1]", "thinking"
         self.logged = False
 
     def count(self, field: str, size: int, unit: str = "") -> None:
@@ -153,12 +171,30 @@ class IgnoredFields:
         if unit:
             self.units[field] = unit
 
+    def keep(self, field: str, text: str) -> None:
+        """Keep a text field's characters (reasoning, a choice the reader does not read) and count them."""
+        self.texts[field] = self.texts.get(field, "") + text
+        self.count(field, len(text), "chars")
+
     def at_least(self, field: str, size: int) -> None:
         """For a field every payload repeats in full (Perplexity's citations): its largest size."""
         self.sizes[field] = max(self.sizes.get(field, 0), size)
 
+    def reasoning(self) -> str:
+        """The reasoning text the provider sent, whichever field carried it (empty when none)."""
+        return "".join(self.texts.get(field, "") for field in (*IGNORED_TEXT, "thinking"))
+
+    def shown(self, limit: int = 2000) -> list[str]:
+        """The texts set aside, as lines (``chat`` prints them), reasoning first, each cut at ``limit``."""
+        lines = []
+        fields = sorted(self.texts, key=lambda field: not field.startswith(("reason", "think")))
+        for field, text in ((field, self.texts[field]) for field in fields):
+            cut = text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} chars in all)"
+            lines.append(f"  set aside, {field}: {cut}")
+        return lines
+
     def summary(self) -> str:
-        """``reasoning_content: 1,234 chars; citations: 5`` (empty when nothing was ignored)."""
+        """``reasoning_content: 1,234 chars; citations: 5`` (empty when nothing was set aside)."""
         parts = []
         for field, size in self.sizes.items():
             unit = self.units.get(field)
@@ -166,10 +202,13 @@ class IgnoredFields:
         return "; ".join(parts)
 
     def log(self) -> None:
-        """Log the summary once (INFO); later calls do nothing."""
+        """Log the summary once (INFO, the record's ``set_aside`` is this object); later calls do nothing."""
         if self.sizes and not self.logged:
             self.logged = True
-            logger.info("the reader ignored %s", self.summary())
+            logger.info("the reader ignored %s", self.summary(), extra={"set_aside": self})
+
+
+IgnoredFields = SetAside  # the name it had before it kept texts
 
 
 # --- the reading of each payload ------------------------------------------------------------------
@@ -181,8 +220,9 @@ class PayloadReader:
     def __init__(self, *, read_quirks: bool = False, usage_sent: UsageSent | None = None) -> None:
         self.read_quirks = read_quirks
         self.usage_sent = usage_sent if usage_sent is not None else UsageSent()
-        self.ignored = IgnoredFields()
+        self.ignored = SetAside()
         self.refusal = ""
+        self.filtered = False
         self.finish_reason: object = None
         self.calls_without_index = 0
 
@@ -218,10 +258,13 @@ class PayloadReader:
             self.ignored.log()
 
     def end(self) -> None:
-        """The stream is over: a collected refusal ends it now."""
+        """The stream is over: a collected refusal, or a content filter's finish, ends it now."""
         if self.refusal:
             refusal, self.refusal = self.refusal, ""
             raise ProviderRefusal(refusal)
+        if self.filtered:
+            self.filtered = False
+            raise ProviderFiltered()
 
     def read(self, payload: dict[str, object]) -> bool | None:
         """Read one payload in place: True when changed, None when it is to be skipped."""
@@ -240,8 +283,15 @@ class PayloadReader:
             if payload.get("usage") is None:
                 return self._annotation(payload, "choices is empty and the payload carries no usage")
             return False
+        if self.read_quirks and (len(choices) > 1 or _index_of(choices[0]) not in (0, None, -1)):
+            kept = self._other_choices(payload, choices)
+            if kept is None:
+                return None  # only other choices: set aside
+            choices, changed = kept, True
+        else:
+            changed = False
         if len(choices) != 1 or not isinstance(choices[0], dict):
-            return False
+            return changed
         choice: dict[str, object] = choices[0]
         index = choice.get("index", 0)
         if type(index) is not int or index != 0:  # only choice 0 is read: check why not
@@ -250,7 +300,6 @@ class PayloadReader:
                 raise InvalidProviderChunk("choices[0].index must be a non-negative safe integer")
             if index != 0:
                 raise InvalidProviderChunk("choices[0].index must be 0: only the first choice is read")
-        changed = False
         delta = choice.get("delta")
         if delta is None:
             if choice.get("finish_reason") is None:
@@ -267,7 +316,27 @@ class PayloadReader:
         finish_reason = choice.get("finish_reason")
         if finish_reason is not None or self.finish_reason is not None:
             self._finish_order(finish_reason, delta)
+        if finish_reason == "content_filter" and self.read_quirks:
+            self.filtered = True  # the stream ends in an error saying so, after any usage still to come
+            choice["finish_reason"] = None
+            changed = True
         return changed
+
+    def _other_choices(self, payload: dict[str, object], choices: list[object]) -> list[object] | None:
+        """An ``n > 1`` stream: choices other than 0 set aside (their text kept); None if none is left."""
+        kept: list[object] = []
+        for position, choice in enumerate(choices):
+            index = _index_of(choice)
+            if index in (0, None):
+                kept.append(choice)
+                continue
+            if index == -1 or not isinstance(choice, dict):
+                raise InvalidProviderChunk(f"choices[{position}].index must be a non-negative safe integer")
+            delta = choice.get("delta")
+            content = delta.get("content") if isinstance(delta, dict) else None
+            self.ignored.keep(f"choices[{index}]", content if isinstance(content, str) else "")
+        payload["choices"] = kept
+        return kept if kept or payload.get("usage") is not None else None
 
     def _note_usage(self, usage: dict[str, object]) -> None:
         for wire, name in USAGE_FIELDS:
@@ -308,7 +377,7 @@ class PayloadReader:
         for field in IGNORED_TEXT:
             value = delta.get(field)
             if isinstance(value, str) and value:
-                self.ignored.count(field, len(value), "chars")
+                self.ignored.keep(field, value)
         content = delta.get("content")
         if isinstance(content, list) and self.read_quirks:
             delta["content"] = self._content_parts(content)
@@ -327,8 +396,11 @@ class PayloadReader:
             kind = part.get("type") if isinstance(part, dict) else None
             if kind == "text" and isinstance(part, dict) and isinstance(part.get("text"), str):
                 texts.append(part["text"])
-            elif kind == "thinking":
+            elif kind == "thinking" and isinstance(part, dict):
                 self.ignored.count("thinking parts", 1)
+                thought = _thinking_text(part.get("thinking"))
+                if thought:
+                    self.ignored.texts["thinking"] = self.ignored.texts.get("thinking", "") + thought
             else:
                 shown = json.dumps(kind, ensure_ascii=False)
                 raise InvalidProviderChunk(
@@ -366,3 +438,22 @@ class PayloadReader:
                     f"finish_reason changed from {self.finish_reason!r} to {finish_reason!r}"
                 )
             self.finish_reason = finish_reason
+
+
+def _index_of(choice: object) -> int | None:
+    """A choice's ``index``: None when absent, -1 when it is not a non-negative safe integer."""
+    if not isinstance(choice, dict) or choice.get("index") is None:
+        return None
+    index = safe_integer(choice["index"])
+    return -1 if index is None else index
+
+
+def _thinking_text(thinking: object) -> str:
+    """The text of a thinking part (Mistral: a string, or a list of text parts)."""
+    if isinstance(thinking, str):
+        return thinking
+    if isinstance(thinking, list):
+        return "".join(
+            part["text"] for part in thinking if isinstance(part, dict) and isinstance(part.get("text"), str)
+        )
+    return ""

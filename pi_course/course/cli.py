@@ -111,6 +111,8 @@ def unknown_model_line(error_message: str | None, model: str, base_url: str | No
 class _PrintedRecord(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         print(record.getMessage(), flush=True)
+        for line in getattr(getattr(record, "set_aside", None), "shown", list)():  # reasoning's text
+            print(line, flush=True)
 
 
 def _print_reader_log() -> None:

@@ -33,6 +33,7 @@ from pi_course import (
     ToolChunk,
     Usage,
 )
+from pi_course.payload_reading import SetAside
 from pi_course.provider import corpus
 
 pytestmark = pytest.mark.anyio
@@ -213,10 +214,11 @@ def test_strict_false_only_skips_payloads_that_carry_nothing(name: str) -> None:
 # --- what the chapter's rules say, case by case (written by hand, not read from the index) ----------
 
 CHAPTER_RULES: dict[str, dict[str, tuple[str, str]]] = {
-    # 普通流只接受一个 choice: n=3 sends choice 1 and 2 in their own payloads.
+    # 普通流只接受一个 choice: n=3 sends choice 1 and 2 in their own payloads; real-provider mode
+    # reads choice 0 (as openai-python's choices[0]) and sets the others aside.
     "openai-n3-choices": {
         "strict": ("rejected", "choices[0].index"),
-        "non_strict": ("rejected", "choices[0].index"),
+        "non_strict": ("accepted", "stop"),
     },
     # index 必须是非负安全整数: Mistral's whole tool calls have no index at all; real-provider
     # mode gives each whole call its position.
@@ -235,10 +237,10 @@ CHAPTER_RULES: dict[str, dict[str, tuple[str, str]]] = {
     "azure-async-filter": {"strict": ("rejected", "choices"), "non_strict": ("accepted", "stop")},
     "openai-moderation": {"strict": ("rejected", "choices"), "non_strict": ("accepted", "stop")},
     # content_filter is not one of stop/length/tool_calls: real-provider mode reads the finish
-    # reason of a choice without delta, and the error names it.
+    # reason of a choice without delta as what OpenAI documents it to be, the filter stopping the answer.
     "azure-content-filter": {
         "strict": ("rejected", "choices"),
-        "non_strict": ("rejected", "choices[0].finish_reason"),
+        "non_strict": ("error", ""),
     },
     # 整个流没有出现结束原因时 … error 终态, keeping the partial.
     "openai-text-cut": {"strict": ("error", ""), "non_strict": ("error", "")},
@@ -298,6 +300,35 @@ def test_reasoning_fields_are_ignored_not_mixed_into_the_text(name: str, field: 
     assert thoughts[:12] not in expected["text"]
 
 
+@pytest.mark.parametrize("mode", list(MODES))
+@pytest.mark.parametrize(
+    ("name", "field"),
+    [("deepseek-reasoning", "reasoning_content"), ("xai-tool-call", "reasoning_content"),
+     ("groq-reasoning", "reasoning"), ("openrouter-reasoning", "reasoning")],
+)  # fmt: skip
+async def test_the_reasoning_text_is_kept_in_the_streams_record_of_what_was_set_aside(
+    name: str, field: str, mode: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.INFO, logger="pi_course.reading"):
+        await read_with_pi_course(random_sizes(raw(name)), MODES[mode])
+    [record] = [r for r in caplog.records if r.name == "pi_course.reading"]
+    set_aside: SetAside = record.set_aside  # type: ignore[attr-defined]
+    assert set_aside.texts[field] == reasoning_of(name, field) == set_aside.reasoning()
+    assert f"{field}: {len(reasoning_of(name, field)):,} chars" in record.getMessage()
+
+
+async def test_other_choices_and_thinking_parts_are_kept_with_their_text(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.INFO, logger="pi_course.reading"):
+        await read_with_pi_course([raw("openai-n3-choices")], strict=False)
+        await read_with_pi_course([raw("mistral-thinking")], strict=False)
+    n3, mistral = (r.set_aside for r in caplog.records if r.name == "pi_course.reading")  # type: ignore[attr-defined]
+    assert sorted(n3.texts) == ["choices[1]", "choices[2]"]
+    assert json.loads(n3.texts["choices[1]"])["temperature"] == 61  # the second answer, whole
+    assert mistral.reasoning().startswith("The user is asking for 2+2.")
+
+
 # --- the oracle -------------------------------------------------------------------------------------
 
 
@@ -310,7 +341,7 @@ async def read_with_openai(data: bytes) -> dict[str, Any]:
         async for chunk in stream:
             state.handle_chunk(chunk)
     completion = state.current_completion_snapshot
-    [choice] = completion.choices
+    choice = completion.choices[0]  # an n > 1 stream: the first choice, as a caller reads it
     usage = completion.usage
     stop = {"stop": "stop", "length": "length", "tool_calls": "toolUse"}
     return {
@@ -431,8 +462,26 @@ READING_RULES: dict[str, tuple[bytes, dict[str, Any], dict[str, Any], str]] = {
     "content-filter-stop": (
         body(payload({"content": "Hey"}), payload(finish="content_filter", content_filter_results={}), USAGE),
         rejected("choices[0].delta", "Hey"),
-        rejected("choices[0].finish_reason", "Hey"),
-        "content_filter",
+        {"outcome": "error", "partial_text": "Hey", "usage": accepted("stop", usage=1)["usage"]},
+        "The provider's content filter stopped the answer",
+    ),
+    "content-filter-with-content": (
+        body(payload({"content": "He"}), payload({"content": "y"}, "content_filter"), "[DONE]"),
+        rejected("choices[0].finish_reason", "He"),  # the payload's own "y" goes with it
+        {"outcome": "error", "partial_text": "Hey", "usage": accepted("stop")["usage"]},
+        "content filter stopped the answer",
+    ),
+    # n > 1: choice 0 read, the others set aside, also when two choices share a payload.
+    "other-choices-set-aside": (
+        body(
+            payload({"content": "A"}),
+            {"choices": [{"index": 1, "delta": {"content": "B"}, "finish_reason": None}]},
+            {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}, {"index": 1, "delta": {}}]},
+            USAGE,
+        ),
+        rejected("choices[0].index", "A"),
+        accepted("stop", "A", usage=1),
+        "",
     ),
     # Whole tool calls without index take their position among the stream's calls.
     "whole-calls-without-index": (
@@ -563,3 +612,16 @@ def test_the_chunk_types_stay_the_chapters() -> None:
     # The given reading hands the lesson chapter-shaped payloads: the seam is still three chunk kinds.
     assert {TextChunk.type, ToolChunk.type, FinishChunk.type} == {"text", "tool", "finish"}
     assert Usage(1, 2, 3).total_tokens == 3
+
+
+def test_chat_shows_the_reasoning_a_provider_sent() -> None:
+    import subprocess
+    import sys
+
+    reply = subprocess.run(
+        [sys.executable, "-m", "pi_course", "chat", "--model", "recorded/deepseek-reasoning", "hi"],
+        capture_output=True, text=True, timeout=120, cwd=ROOT,
+    )  # fmt: skip
+    assert reply.returncode == 0, reply.stderr
+    thoughts = reasoning_of("deepseek-reasoning", "reasoning_content")
+    assert f"set aside, reasoning_content: {thoughts}\n" in reply.stdout
