@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NEEDS_311 := import sys; sys.exit(sys.version_info < (3, 11))
 
-.PHONY: lab test lint unit suite stages nbval notebooks bench browser dist lite lite-test mutants mutants-sample clean python-ok
+.PHONY: lab test lint unit suite stages nbval notebooks bench browser dist lite lite-test mutants mutants-sample clean python-ok upstream-pi
 
 # Runs before every target that uses the venv (order-only: it never forces a reinstall). A .venv
 # made by an older Python, or one whose Python is gone, would otherwise fail later in pip.
@@ -87,6 +87,12 @@ mutants: $(STAMP)
 # A fixed, evenly spread sample of them (CI: the score cannot quietly fall).
 mutants-sample: $(STAMP)
 	$(BIN)/python tools/mutants.py --sample 24 --jobs $(or $(filter-out 0,$(WORKERS)),1)
+
+# Upstream Pi (pi-ai) and the Vercel AI SDK under node: tools/upstream_pi's pinned packages, then the
+# tests marked node (elsewhere they skip, saying to run this).
+upstream-pi: $(STAMP)
+	npm ci --prefix tools/upstream_pi --no-audit --no-fund
+	$(BIN)/python -m pytest -q $(NO_NBVAL) -n 0 -m node tests/integration
 
 browser: $(STAMP)
 	$(BIN)/python -m pytest -q -m "browser and not lite" tests

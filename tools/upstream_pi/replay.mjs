@@ -51,7 +51,8 @@ function reading(message) {
   const calls = message.content
     .filter((b) => b.type === "toolCall")
     .map((b) => ({ id: b.id, name: b.name, arguments: JSON.stringify(b.arguments) }));
-  const usage = { input: message.usage.input, output: message.usage.output, total_tokens: message.usage.totalTokens };
+  const { input, output, cacheRead, totalTokens } = message.usage;
+  const usage = { input, output, total_tokens: totalTokens, cache_read: cacheRead };
   const result = { stop_reason: message.stopReason, text, thinking, tool_calls: calls, usage };
   if (message.errorMessage !== undefined) result.error = message.errorMessage;
   return result;
