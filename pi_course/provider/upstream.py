@@ -199,7 +199,8 @@ def upstream_summary(rows: list[Row] | None = None, index: dict[str, Any] | None
     version = load_upstream()["pi_ai"]
     lines = [
         f"pi-ai {version}（上游 Pi 的 `openai-completions` provider）读 {len(rows)} 条录音："
-        f"{len(same)} 条和 `connect()` 的最终消息相同（结束原因、文本、工具调用、usage），{len(differ)} 条不同：",
+        f"{len(same)} 条和 `connect()` 的最终消息相同（结束原因、文本、工具调用、usage），"
+        f"{len(differ)} 条不同：",
         "",
         "| 录音 | `connect()` | 上游 Pi | 为什么不同 | openai-python |",
         "|---|---|---|---|---|",

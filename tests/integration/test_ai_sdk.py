@@ -13,12 +13,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from node_tools import need_node_tools, run_node
 
 from pi_course import AgentContext, OpenAICompatibleModel, OpenAICompatibleTransport, user_message
 from pi_course.protocol import AssistantMessage, TextContent, ToolCall
 from pi_course.provider.server import SCRIPTS, LocalProvider
-
-from node_tools import need_node_tools, run_node
 
 pytestmark = [pytest.mark.node, pytest.mark.anyio]
 FINISH = {"stop": "stop", "length": "length", "toolUse": "tool-calls"}

@@ -13,12 +13,11 @@ import logging
 from pathlib import Path
 
 import pytest
+from node_tools import run_node
+from test_corpus import MODES, RECORDINGS, raw, read_with_pi_course
 
 from pi_course.payload_reading import SetAside
 from pi_course.provider import corpus, upstream
-
-from node_tools import run_node
-from test_corpus import MODES, RECORDINGS, raw, read_with_pi_course
 
 ROOT = Path(__file__).parents[2]
 STORED = upstream.load_upstream()
