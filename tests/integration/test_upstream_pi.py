@@ -11,13 +11,14 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
+from typing import Any
 
 import pytest
 from node_tools import run_node
 from test_corpus import MODES, RECORDINGS, raw, read_with_pi_course
 
 from pi_course.payload_reading import SetAside
-from pi_course.provider import corpus, upstream
+from pi_course.provider import upstream
 
 ROOT = Path(__file__).parents[2]
 STORED = upstream.load_upstream()
@@ -84,6 +85,30 @@ def test_05_7_shows_the_comparison_rendered_now() -> None:
     notebook = json.loads((ROOT / "notebooks" / "05-7-real-providers.ipynb").read_text(encoding="utf-8"))
     cells = [c for c in notebook["cells"] if "upstream_summary(" in "".join(c["source"])]
     assert len(cells) == 1, "05-7 prints pi_course.provider.upstream.upstream_summary() in one cell"
-    printed = "".join("".join(output.get("text", "")) for output in cells[0]["outputs"])
-    assert printed == upstream.upstream_summary() + "\n"
-    assert corpus.load_index()  # the summary reads the same index the corpus table does
+    shown = ["".join(output["data"]["text/markdown"]) for output in cells[0]["outputs"] if "data" in output]
+    assert shown == [upstream.upstream_summary()]
+
+
+def test_05_7_shows_the_reading_table_the_index_expects() -> None:
+    from types import SimpleNamespace
+
+    def message(expected: dict[str, Any]) -> SimpleNamespace:
+        if expected["outcome"] == "accepted":
+            return SimpleNamespace(stop_reason=expected["stop_reason"], error_message=None)
+        return SimpleNamespace(stop_reason="error", error_message=expected["error"])
+
+    strict = {name: message(entry["expected"]["strict"]) for name, entry in RECORDINGS.items()}
+    lenient = {name: message(entry["expected"]["non_strict"]) for name, entry in RECORDINGS.items()}
+    notebook = json.loads((ROOT / "notebooks" / "05-7-real-providers.ipynb").read_text(encoding="utf-8"))
+    [cell] = [c for c in notebook["cells"] if "reading_table(" in "".join(c["source"])]
+    shown = {
+        kind: "".join(output["data"][kind])
+        for output in cell["outputs"]
+        if "data" in output
+        for kind in ("text/markdown", "text/html")
+        if kind in output["data"]
+    }
+    assert shown == {
+        "text/markdown": upstream.reading_table(strict, lenient),
+        "text/html": upstream.error_texts(strict, lenient),
+    }
