@@ -135,7 +135,10 @@ def readme_block(readme: str) -> str:
 
 
 def summary(index: dict[str, Any] | None = None) -> str:
-    """05-7's summary of the corpus (Chinese): what each stream is, provider by provider."""
+    """05-7's summary of the corpus (Chinese): what the streams are, and how many per provider.
+
+    05-7's table then lists every stream by name.
+    """
     index = index or load_index()
     recordings = index["recordings"]
     providers = Counter(e["provider"] for e in recordings if e["provider"])
@@ -145,20 +148,11 @@ def summary(index: dict[str, Any] | None = None) -> str:
         f"  其中 {_kinds(recordings, KIND_ZH)}；{trimmed} 条被截短"
         "（index.json 的 trimmed 写明去掉了几条 event、按什么规则）",
     ]
-    width = max(map(len, providers)) + 2
-    for provider, count in providers.items():
-        names = [_tagged(e) for e in recordings if e["provider"] == provider]
-        lines.append(f"  {provider:<{width}}{count}  {', '.join(names)}")
-    for entry in recordings:
-        if not entry["provider"]:
-            lines.append(f"  不属于任何 Provider：{_tagged(entry)}")
+    lines.append("  " + "、".join(f"{provider} {count}" for provider, count in providers.items()))
+    for kind in KINDS[1:]:  # the streams that are not SDK captures, by what they are
+        names = [e["name"] for e in recordings if e["kind"] == kind]
+        if names:
+            elided = "（印出来时省略了部分行）" if kind == "documentation-sample" else ""
+            lines.append(f"  {KIND_ZH[kind]}{elided}：{', '.join(names)}")
+    lines.append(f"  截短：{', '.join(e['name'] for e in recordings if 'trimmed' in e)}")
     return "\n".join(lines)
-
-
-def _tagged(entry: Entry) -> str:
-    tags = [] if entry["kind"] == "sdk-capture" else [KIND_ZH[entry["kind"]]]
-    if "trimmed" in entry:
-        tags.append("截短")
-    if "elided" in entry:
-        tags.append("省略了部分行")
-    return str(entry["name"]) + (f"〔{'，'.join(tags)}〕" if tags else "")

@@ -16,7 +16,7 @@ from typing import Any
 from .corpus import Entry, load_index
 
 COMPARED = ("stop_reason", "text", "tool_calls", "usage")  # what a final message is made of
-FIELD_ZH = {"stop_reason": "结束原因", "text": "文本", "tool_calls": "工具调用", "usage": "usage"}
+FIELD_ZH = {"stop_reason": "结束", "text": "文本", "tool_calls": "工具", "usage": "usage"}
 
 
 def load_upstream() -> dict[str, Any]:
@@ -124,26 +124,27 @@ def markdown_table(rows: list[Row] | None = None) -> str:
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """Text for one Markdown table cell: no line break, no column bar, no HTML tag (``<tool_call>``)."""
+    return text.replace("|", "\\|").replace("\n", " ").replace("<", "&lt;").replace(">", "&gt;")
 
 
 # --- 05-7: one table in Chinese -------------------------------------------------------------------
 
 
 def _zh_verdict(message: Any) -> str:
-    """本章 reader 或 connect() 的结果，一格：读出 stop / 拒绝 `字段` / error。"""
+    """One reader's result, one short cell: ``读出 stop``, ``拒绝 `字段```, ``error``."""
     if message.stop_reason != "error":
         return f"读出 {message.stop_reason}"
     error = message.error_message or ""
-    if error.startswith("Invalid provider chunk: "):
-        return f"拒绝 `{error.split()[3]}`"
+    if error.startswith("Invalid provider chunk: "):  # the field's last name; error_texts() has it all
+        return f"拒绝\u00a0`{error.split()[3].split('.')[-1]}`"  # no break inside the cell
     return "error"
 
 
 def _zh_pi(row: Row) -> str:
     if not row.differs:
-        return "同 connect()"
-    return "不同：" + "、".join(FIELD_ZH[field] for field in row.differs)
+        return "同"
+    return "≠\u00a0" + "、".join(FIELD_ZH[field] for field in row.differs)
 
 
 def reading_table(
@@ -156,17 +157,16 @@ def reading_table(
     index = index or load_index()
     rows = {row.name: row for row in compare(index)}
     lines = [
-        "| 录音 | 本章 reader | `connect()` | 上游 Pi | 一句话（被拒绝时是章节里的规则） |",
+        "| 录音 | 本章 reader | `connect()` | 上游 Pi | 一句话，或本章 reader 报错时章节里的规则 |",
         "|---|---|---|---|---|",
     ]
     for entry in index["recordings"]:
         name = entry["name"]
-        line = entry["zh"]
         rule = entry["expected"]["strict"].get("rule")
-        if strict[name].stop_reason == "error" and rule:
-            line += f"；「{rule}」"
+        line = f"「{rule}」" if strict[name].stop_reason == "error" and rule else entry["zh"]
+        ours, theirs = _zh_verdict(strict[name]), _zh_verdict(lenient[name])
         lines.append(
-            f"| `{name}` | {_zh_verdict(strict[name])} | {_zh_verdict(lenient[name])} "
+            f"| `{name}` | {ours} | {'同' if theirs == ours else theirs} "
             f"| {_zh_pi(rows[name])} | {_cell(line)} |"
         )
     return "\n".join(lines)
