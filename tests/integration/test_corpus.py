@@ -614,6 +614,7 @@ def test_the_chunk_types_stay_the_chapters() -> None:
     assert Usage(1, 2, 3).total_tokens == 3
 
 
+@pytest.mark.slow
 def test_chat_shows_the_reasoning_a_provider_sent() -> None:
     import subprocess
     import sys
