@@ -75,7 +75,8 @@ def connect(model: str | None = None, *, env: Mapping[str, str] | None = None) -
 
     With ``PI_COURSE_BASE_URL`` set, the transport is built with ``strict=False``, real-provider
     mode: what a provider meant is read before the chapter's checks (a finish reason without
-    ``delta``, whole tool calls without ``index``, array ``content``; annotations skipped), see
+    ``delta``, whole tool calls without ``index``, array ``content``, a ``content_filter`` finish as
+    an error saying so, choice 0 of an ``n > 1`` stream; annotations skipped), see
     :mod:`pi_course.payload_reading`. The local path stays strict.
 
     A malformed ``PI_COURSE_BASE_URL``, or one without a model to ask for, raises
