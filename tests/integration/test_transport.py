@@ -240,16 +240,18 @@ async def test_usage_split_over_the_finish_payload_and_the_trailing_one_is_merge
     assert type(result.usage.output) is int
 
 
-async def test_a_second_choice_is_rejected_with_the_partial_kept() -> None:
+async def test_a_second_choice_is_rejected_strictly_and_set_aside_by_connects_reading() -> None:
     raw = sse_body(delta(content="one"), {"choices": [{"index": 1, "delta": {"content": "two"}}]})
-    for strict in (True, False):
-        kinds, result = await result_of(raw, strict=strict)
-        assert kinds == ["start", "text_delta", "error"]
-        assert (
-            result.error_message
-            == "Invalid provider chunk: choices[0].index must be 0: only the first choice is read"
-        )
-        assert result.content == (text("one"),)
+    kinds, result = await result_of(raw, strict=True)
+    assert kinds == ["start", "text_delta", "error"]
+    assert (
+        result.error_message
+        == "Invalid provider chunk: choices[0].index must be 0: only the first choice is read"
+    )
+    assert result.content == (text("one"),)
+    # strict=False reads choice 0 only: "two" is set aside
+    kinds, result = await result_of(raw + sse_body(finish("stop"), "[DONE]"), strict=False)
+    assert kinds == ["start", "text_delta", "done"] and result.content == (text("one"),)
 
 
 async def test_a_refusal_ends_in_one_error_carrying_its_text_and_the_partial() -> None:
