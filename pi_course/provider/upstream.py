@@ -215,3 +215,16 @@ def upstream_summary(rows: list[Row] | None = None, index: dict[str, Any] | None
             f"| {_cell(entry['upstream_pi_zh'])} | {_cell(oracle)} |"
         )
     return "\n".join(lines)
+
+
+def write_docs_table(docs: str) -> str:
+    """``docs`` (docs/real-providers.md's text) with its table, the last block, rendered anew."""
+    start = docs.index("| recording | course (`connect()`)")
+    return docs[:start] + markdown_table() + "\n"
+
+
+if __name__ == "__main__":  # python -m pi_course.provider.upstream: refresh docs/real-providers.md
+    from pathlib import Path
+
+    path = Path(__file__).parents[2] / "docs" / "real-providers.md"
+    path.write_text(write_docs_table(path.read_text(encoding="utf-8")), encoding="utf-8")
