@@ -1,9 +1,9 @@
-"""What the recorded corpus is, said once: the README's provider table and 05-7's summary.
+"""What the recorded corpus is, said once: docs/real-providers.md's provider table and 05-7's summary.
 
 Both are rendered from ``recordings/index.json``, so their claims can never say more than the
 labels there (a documentation sample is not a capture, a trimmed stream not the whole body, a
 hand-written fixture no provider's behaviour). ``tests/integration/test_corpus.py`` checks that
-the README and 05-7's stored output are exactly what these functions render now.
+docs/real-providers.md and 05-7's stored output are exactly what these functions render now.
 """
 
 from __future__ import annotations
@@ -30,10 +30,10 @@ KIND_ZH = {
     "hand-written-fixture": "手写 fixture",
     "derived": "派生",
 }
-README_BEGIN = (
+TABLE_BEGIN = (
     "<!-- BEGIN corpus table: generated from recordings/index.json by pi_course.provider.corpus -->"
 )
-README_END = "<!-- END corpus table -->"
+TABLE_END = "<!-- END corpus table -->"
 
 
 def load_index() -> dict[str, Any]:
@@ -90,14 +90,14 @@ def _by_provider(index: dict[str, Any]) -> list[tuple[Entry, list[Entry]]]:
     return rows
 
 
-def readme_table(index: dict[str, Any] | None = None) -> str:
-    """The README's block: the corpus in one sentence and the provider table."""
+def docs_table(index: dict[str, Any] | None = None) -> str:
+    """docs/real-providers.md's block: the corpus in one sentence and the provider table."""
     index = index or load_index()
     recordings = index["recordings"]
     providers = {e["provider"] for e in recordings if e["provider"]}
     fixtures = [e["name"] for e in recordings if not e["provider"]]
     lines = [
-        README_BEGIN,
+        TABLE_BEGIN,
         "",
         f"The corpus holds {len(recordings)} streams from {len(providers)} providers and servers: "
         f"{_kinds(recordings, KIND_EN)}. `index.json` labels each one (`kind`, `bytes`, and `trimmed` or "
@@ -124,14 +124,14 @@ def readme_table(index: dict[str, Any] | None = None) -> str:
             f"{_kinds(entries, KIND_EN)} | {_outcomes(entries, 'strict')} "
             f"| {_outcomes(entries, 'non_strict')} | {provider['note']} |"
         )
-    lines += ["", README_END]
+    lines += ["", TABLE_END]
     return "\n".join(lines)
 
 
-def readme_block(readme: str) -> str:
-    """The generated block as it stands in a README text (empty when the markers are missing)."""
-    start, end = readme.find(README_BEGIN), readme.find(README_END)
-    return readme[start : end + len(README_END)] if 0 <= start < end else ""
+def docs_block(readme: str) -> str:
+    """The generated block as it stands in a Markdown text (empty when the markers are missing)."""
+    start, end = readme.find(TABLE_BEGIN), readme.find(TABLE_END)
+    return readme[start : end + len(TABLE_END)] if 0 <= start < end else ""
 
 
 def summary(index: dict[str, Any] | None = None) -> str:

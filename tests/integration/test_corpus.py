@@ -377,19 +377,19 @@ async def test_the_openai_client_reads_the_same_bytes_as_the_index_says(name: st
         assert theirs != ours, entry["openai_client"]
 
 
-# --- what the README and 05-7 say is rendered from the index ------------------------------------------
+# --- what docs/real-providers.md and 05-7 say is rendered from the index ------------------------------------------
 
 ROOT = RECORDINGS_DIR.parents[2]
 
 
-def test_the_readme_provider_table_is_the_one_rendered_from_the_index() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert corpus.readme_block(readme) == corpus.readme_table(INDEX)
-    block = corpus.readme_table(INDEX)
+def test_the_docs_provider_table_is_the_one_rendered_from_the_index() -> None:
+    readme = (ROOT / "docs" / "real-providers.md").read_text(encoding="utf-8")
+    assert corpus.docs_block(readme) == corpus.docs_table(INDEX)
+    block = corpus.docs_table(INDEX)
     for entry in RECORDINGS.values():  # every provider with a recording has its row
         if entry["provider"]:
             assert entry["provider"] in block
-    assert "byte for byte" not in readme.split(corpus.README_BEGIN)[0].split("Real-world streams")[-1]
+    assert "byte for byte" not in readme.split(corpus.TABLE_BEGIN)[0].split("## The local provider")[-1]
 
 
 def test_05_7_shows_the_summary_rendered_from_the_index() -> None:
