@@ -30,9 +30,7 @@ KIND_ZH = {
     "hand-written-fixture": "手写 fixture",
     "derived": "派生",
 }
-TABLE_BEGIN = (
-    "<!-- BEGIN corpus table: generated from recordings/index.json by pi_course.provider.corpus -->"
-)
+TABLE_BEGIN = "<!-- BEGIN corpus table: generated from recordings/index.json by pi_course.provider.corpus -->"
 TABLE_END = "<!-- END corpus table -->"
 
 
