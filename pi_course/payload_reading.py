@@ -208,9 +208,6 @@ class SetAside:
             logger.info("the reader ignored %s", self.summary(), extra={"set_aside": self})
 
 
-IgnoredFields = SetAside  # the name it had before it kept texts
-
-
 # --- the reading of each payload ------------------------------------------------------------------
 
 
