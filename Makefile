@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NEEDS_311 := import sys; sys.exit(sys.version_info < (3, 11))
 
-.PHONY: lab test lint unit suite stages nbval notebooks bench browser dist lite lite-test mutants mutants-sample clean python-ok
+.PHONY: lab test lint unit suite stages nbval notebooks bench browser dist lite serve-lite lite-test mutants mutants-sample clean python-ok
 
 # Runs before every target that uses the venv (order-only: it never forces a reinstall). A .venv
 # made by an older Python, or one whose Python is gone, would otherwise fail later in pip.
@@ -110,6 +110,10 @@ lite: $(STAMP)
 
 # Builds the site, then drives it in Chromium with every host but loopback unresolvable; prints the
 # figures (build/lite-bench.json: cold start, each notebook's Run All, reference vs practice).
+# The built site on 127.0.0.1 at a free port, its address printed (a fixed port may be taken).
+serve-lite:
+	@$(or $(wildcard $(BIN)/python),$(PYTHON)) tools/serve_lite.py
+
 lite-test: lite
 	$(BIN)/python -m pytest -q -m lite -p no:randomly tests/browser/test_lite.py
 	@cat build/lite-bench.json

@@ -78,7 +78,16 @@ def say(message: str) -> None:
 
 
 def run(*command: str | Path, cwd: Path = ROOT, env: dict[str, str] | None = None) -> None:
-    subprocess.run([str(part) for part in command], cwd=cwd, check=True, env=env)
+    """Run a build step with its output kept: shown only when the step fails (its chatter, temporary
+    paths and optional-dependency warnings say nothing true about the site)."""
+    done = subprocess.run(
+        [str(part) for part in command], cwd=cwd, env=env, capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        sys.stdout.write(done.stdout)
+        sys.stderr.write(done.stderr)
+        step = " ".join(str(part) for part in command)
+        sys.exit(f"lite: this step failed (exit {done.returncode}): {step}")
 
 
 # --- a Python >= 3.12 for the build ---------------------------------------------------------------
@@ -124,7 +133,7 @@ def build_env() -> Path:
             "(apt install python3.12, or pyenv install 3.12) or name it with LITE_PYTHON=/path/to/python3"
         )
     shutil.rmtree(ENV, ignore_errors=True)
-    say(f"build venv with {python}")
+    say(f"build venv with {python} (once: about a minute)")
     run(python, "-m", "venv", ENV)
     run(ENV / "bin" / "python", "-m", "pip", "install", "--quiet", "-r", requirements)
     stamp.write_text(requirements.read_text())
@@ -140,6 +149,7 @@ def pyodide_runtime() -> Path:
     if (unpacked / "package" / "pyodide.asm.wasm").is_file():
         return unpacked / "package"
     CACHE.mkdir(parents=True, exist_ok=True)
+    say(f"fetching the Pyodide runtime ({PYODIDE_NPM}, once)")
     with tempfile.TemporaryDirectory(dir=CACHE) as scratch:
         run("npm", "pack", "--silent", PYODIDE_NPM, "--pack-destination", scratch, cwd=CACHE)
         (tarball,) = Path(scratch).glob("*.tgz")
@@ -157,6 +167,7 @@ def third_party_wheels(bin_dir: Path) -> Path:
     if stamp.is_file() and stamp.read_text() == requirements.read_text():
         return target
     shutil.rmtree(target, ignore_errors=True)
+    say("downloading the pinned wheels of tools/lite/requirements.txt (once)")
     run(
         bin_dir / "python", "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
         "--python-version", "3.14", "--implementation", "py", "--abi", "none", "--platform", "any",
@@ -207,7 +218,7 @@ def contents(scratch: Path) -> Path:
     (root / "notebooks").mkdir(parents=True)
     for notebook in sorted((ROOT / "notebooks").glob("05-*.ipynb")):
         shutil.copy2(notebook, root / "notebooks" / notebook.name)
-    run(sys.executable, "-m", "pi_course", "practice", "05", root / "practice")
+    run(sys.executable, "-m", "pi_course", "practice", "05", root / "practice")  # its hint: a scratch path
     # The browser's LEARNING.md: each terminal step as the notebook call (no terminal in a tab).
     from pi_course.course.practice import learning_md
 
@@ -337,6 +348,7 @@ def main() -> int:
             course_wheel(scratch),
             placeholder_wheel(scratch, "jedi"),
         ]
+        say("the pi_course wheel, the reference notebooks and a fresh practice copy")
         source = contents(scratch)
         lite_dir = scratch / "lite-dir"
         lite_dir.mkdir()
@@ -375,6 +387,7 @@ def main() -> int:
         say(f"  {size:6.2f} MB  {name}")
     if missing:
         say("dependencies not in the lock (left out on purpose): " + ", ".join(missing))
+    say("try it: make serve-lite (serves it on 127.0.0.1 at a free port and prints the address)")
     return 0
 
 

@@ -649,3 +649,86 @@ def test_no_request_left_loopback(site: Site, browser: Browser) -> None:
     assert others == []
     assert any("/static/pyodide/pyodide-lock.json" in path for path in site.served)
     assert any(path.endswith(".whl") for path in site.served)
+
+
+# --- make lite and make serve-lite: what they say is true ------------------------------------------
+
+
+def test_the_build_says_only_what_is_true(tmp_path: Path) -> None:
+    """No step's chatter: no temporary folder named (deleted right after), no stray warning, no
+    "url: … server: tornado" (the build serves nothing); it ends naming the one command that serves."""
+    output = tmp_path / "site"
+    built = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "build_lite.py"), "--output", str(output)],
+        cwd=ROOT, capture_output=True, text=True, timeout=1200, check=False,
+    )  # fmt: skip
+    said = built.stdout + built.stderr
+    assert built.returncode == 0, said
+    assert (output / "index.html").is_file()
+    lines = said.strip().splitlines()
+    assert all(line.startswith("lite: ") for line in lines), said  # every line is the build's own
+    assert "pi-course-lite-" not in said, said  # no scratch folder (deleted when the build ends)
+    named = [Path(word.rstrip(":")) for word in said.split() if word.startswith("/")]
+    assert all(path.exists() for path in named), named
+    assert "Warning" not in said and "WARNING" not in said and "tornado" not in said and "url:" not in said
+    assert "make serve-lite" in lines[-1], said
+
+
+def listening_address(port: int) -> str:
+    """The local address a TCP socket listens on at ``port``, from /proc/net/tcp (IPv4)."""
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        local, state = line.split()[1], line.split()[3]
+        address, hex_port = local.split(":")
+        if int(hex_port, 16) == port and state == "0A":  # LISTEN
+            return ".".join(str(int(address[index : index + 2], 16)) for index in (6, 4, 2, 0))
+    raise AssertionError(f"nothing listens on {port}")
+
+
+def test_serve_lite_is_one_command_on_loopback_at_a_free_port() -> None:
+    """``make serve-lite``: the address printed, 127.0.0.1 only, a port nobody else holds, the types a
+    browser needs (module scripts, WebAssembly)."""
+    import urllib.request
+
+    if not (SITE / "index.html").is_file():
+        pytest.fail("build/lite/ is missing: run `make lite` first")
+    servers, addresses = [], []
+    try:
+        for _ in range(2):  # two at once: each finds its own port
+            server = subprocess.Popen(
+                ["make", "-s", "serve-lite"],
+                cwd=ROOT,
+                stdout=subprocess.PIPE,
+                text=True,
+                start_new_session=True,
+            )
+            servers.append(server)
+            assert server.stdout is not None
+            line = server.stdout.readline()
+            assert line.startswith("lite: serving") and "http://127.0.0.1:" in line, line
+            addresses.append(line.split("http://127.0.0.1:")[1].split("/")[0])
+        assert len(set(addresses)) == 2, addresses
+        port = int(addresses[0])
+        assert listening_address(port) == "127.0.0.1"
+        base = f"http://127.0.0.1:{port}"
+        with urllib.request.urlopen(f"{base}/", timeout=10) as page:
+            assert "动手学 Pi" in page.read().decode()
+        for path, kind in (("static/pyodide/pyodide.asm.wasm", "application/wasm"), ("static/pyodide/pyodide.mjs", "text/javascript")):  # fmt: skip
+            with urllib.request.urlopen(f"{base}/{path}", timeout=10) as response:
+                assert response.headers["Content-Type"].startswith(kind), (
+                    path,
+                    response.headers["Content-Type"],
+                )
+    finally:
+        for server in servers:
+            os.killpg(server.pid, 2)
+            server.wait(timeout=10)
+
+
+def test_serve_lite_without_a_site_says_what_to_do(tmp_path: Path) -> None:
+    missing = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "serve_lite.py"), "--site", str(tmp_path)],
+        capture_output=True, text=True, timeout=30, check=False,
+    )  # fmt: skip
+    assert missing.returncode == 2 and missing.stderr.strip().splitlines() == [
+        f"lite: no site in {tmp_path}: build it first with make lite"
+    ]

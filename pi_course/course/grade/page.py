@@ -112,17 +112,23 @@ def stuck_before_tests(record: dict[str, Any]) -> str | None:
 
 
 def failing_tests(results: Sequence[Graded], limit: int = 6) -> list[tuple[str, int]]:
-    """The tests that fail in most copies (focused and beyond), most first; copies stopped before
-    any test ran count under why (not started, cannot import, timed out): that is where they stand."""
-    counts: Counter[str] = Counter()
+    """Where copies are stuck, most first: first the copies stopped before any test ran, by why (not
+    started, cannot import, timed out: each always shown), then the ``limit`` tests that fail in
+    most copies (focused and beyond)."""
+    stuck: Counter[str] = Counter()
+    failing: Counter[str] = Counter()
     for record in _graded(results):
-        stuck = stuck_before_tests(record)
-        if stuck is not None:
-            counts[stuck] += 1
+        why = stuck_before_tests(record)
+        if why is not None:
+            stuck[why] += 1
         for name, passed in (record.get("tests") or {}).items():
             if passed is False:
-                counts[str(name)] += 1
-    return sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:limit]
+                failing[str(name)] += 1
+
+    def most_first(counts: Counter[str]) -> list[tuple[str, int]]:
+        return sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+
+    return most_first(stuck) + most_first(failing)[:limit]
 
 
 def failing_svg(results: Sequence[Graded]) -> str:
