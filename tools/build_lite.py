@@ -303,6 +303,7 @@ def configure(site: Path) -> None:
     config_path = site / "jupyter-lite.json"
     config = json.loads(config_path.read_text())
     data = config.setdefault("jupyter-config-data", {})
+    data["exposeAppInBrowser"] = "true"  # window.jupyterapp: tools/lite/boot.js works with it
     settings = data.setdefault("litePluginSettings", {}).setdefault(KERNEL_PLUGIN, {})
     settings.update(
         {
@@ -316,6 +317,22 @@ def configure(site: Path) -> None:
         }
     )
     config_path.write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n")
+
+
+BOOT_SCRIPT = "pi-course-boot.js"
+
+
+def add_boot_script(lab: Path) -> None:
+    """JupyterLab's page loads ``tools/lite/boot.js``: the kernel's boot shown, runs clicked during it
+    queued, reset() reloading an open editor, the answer key marked (see the script)."""
+    shutil.copy2(HERE / "boot.js", lab / BOOT_SCRIPT)
+    page = lab / "index.html"
+    text = page.read_text(encoding="utf-8")
+    tag = f'<script src="./{BOOT_SCRIPT}" defer></script>'
+    if tag not in text:
+        if "</head>" not in text:
+            sys.exit(f"lite: {page} has no </head>: cannot add {BOOT_SCRIPT}")
+        page.write_text(text.replace("</head>", f"  {tag}\n</head>", 1), encoding="utf-8")
 
 
 def report(site: Path) -> dict[str, object]:
@@ -378,6 +395,7 @@ def main() -> int:
     configure(output)
     # The site's index: a Chinese landing page instead of JupyterLite's redirect to the Launcher.
     shutil.copy2(HERE / "index.html", output / "index.html")
+    add_boot_script(output / "lab")
     figures = report(output)
     figures["undeclared_dependencies"] = missing
     (BUILD / "lite-report.json").write_text(json.dumps(figures, indent=2) + "\n")

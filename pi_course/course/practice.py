@@ -32,6 +32,17 @@ from .starters import (
     starter_sources,
 )
 
+# The answer key sits in the copy (check, checkpoint --diff and a fresh practice read it); its
+# README says first, in the learner's language, that it is the answer (the browser edition also
+# marks every file opened from it: tools/lite/boot.js).
+TARGET_WARNING = """# 先别看：这里是第 05 章的答案（target）
+
+这个文件夹里是参考实现：5.1–5.4 要你自己写的代码，全在 `# BEGIN LAB 5.x` / `# END LAB 5.x` 之间。
+先在 `pi_course/` 顶层的五个文件里自己写，检查点变绿之后再来对照。这里的文件不要改：
+`check`、`checkpoint 05 --diff` 和 `practice`（从这份副本再生成起点）都读它们。
+
+"""
+
 
 def _course_file(*parts: str) -> Path:
     """A course file next to the package (a clone or a copy) or packaged inside it (a wheel)."""
@@ -121,7 +132,7 @@ def _write_copy(root: Path, points: Points | None = None) -> None:
     for name, text in reference_sources().items():
         (shipped / name).parent.mkdir(parents=True, exist_ok=True)
         (shipped / name).write_text(text, encoding="utf-8")
-    (shipped / "README.md").write_text(TARGET_README, encoding="utf-8")
+    (shipped / "README.md").write_text(TARGET_WARNING + TARGET_README, encoding="utf-8")
     (root / "tests").mkdir()
     for name in (FOCUSED_TEST, "conftest.py", BEYOND_TEST, RULES_TEST, COMPARE_TEST):
         if name in (BEYOND_TEST, RULES_TEST, COMPARE_TEST) and not _has_course_file("tests", name):
