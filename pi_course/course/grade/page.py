@@ -101,6 +101,7 @@ def progress_svg(results: Sequence[Graded]) -> str:
 # an untouched copy's first red light is the normal start, not a failure like an import error.
 NOT_STARTED = "没开始：第一次红灯（5.1 的类型还没写，没有测试运行）"
 STOPPED = {"import-error": "无法导入 pi_course（没有测试运行）", "timeout": "超时（没有测试运行完）"}
+_STUCK = {NOT_STARTED, *STOPPED.values()}  # whole copies, not one failing test: counted as copies
 
 
 def stuck_before_tests(record: dict[str, Any]) -> str | None:
@@ -145,11 +146,12 @@ def failing_svg(results: Sequence[Graded]) -> str:
     for index, (name, failed) in enumerate(failing):
         y = 8 + index * 34
         shown = name if len(name) <= 58 else name[:57] + "…"
+        copies = f"{failed}/{count} 份" + ("" if name in _STUCK else "失败")
         rows.append(
             f'<text x="0" y="{y + 15}" font-size="11">{html.escape(shown)}</text>'
             f'<rect x="0" y="{y + 20}" width="300" height="10" rx="2" fill="{_GREY}"/>'
             f'<rect x="0" y="{y + 20}" width="{300 * failed / count:.1f}" height="10" fill="{_RED}"/>'
-            f'<text x="310" y="{y + 30}" font-size="12">{failed}/{count} 份失败</text>'
+            f'<text x="310" y="{y + 30}" font-size="12">{copies}</text>'
         )
     height = 8 + len(failing) * 34 + 4
     return (
