@@ -37,7 +37,7 @@ from .starters import (
 # marks every file opened from it: tools/lite/boot.js).
 TARGET_WARNING = """# 先别看：这里是第 05 章的答案（target）
 
-这个文件夹里是参考实现：5.1–5.4 要你自己写的代码，全在 `# BEGIN LAB 5.x` / `# END LAB 5.x` 之间。
+这个文件夹里是参考实现：5.1–5.4 要你自己写的代码，每一段都用 LAB 5.x 的开始、结束注释标了出来。
 先在 `pi_course/` 顶层的五个文件里自己写，检查点变绿之后再来对照。这里的文件不要改：
 `check`、`checkpoint 05 --diff` 和 `practice`（从这份副本再生成起点）都读它们。
 
