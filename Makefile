@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NEEDS_311 := import sys; sys.exit(sys.version_info < (3, 11))
 
-.PHONY: lab test lint unit suite stages nbval notebooks bench browser dist lite lite-test mutants mutants-sample clean python-ok upstream-pi
+.PHONY: lab test lint unit suite stages nbval notebooks bench browser dist lite serve-lite lite-test mutants mutants-sample clean python-ok upstream-pi
 
 # Runs before every target that uses the venv (order-only: it never forces a reinstall). A .venv
 # made by an older Python, or one whose Python is gone, would otherwise fail later in pip.
@@ -25,15 +25,23 @@ python-ok:
 	  exit 1; \
 	fi
 
+# pip is quiet (its resolver chatter helps nobody), so each stage says what it is doing first.
 $(STAMP): pyproject.toml | python-ok
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[dev]"
-	touch $(STAMP)
+	@echo "make: [1/3] creating $(VENV) with $(PYTHON) (once; later runs reuse it)"
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@echo "make: [2/3] upgrading pip in $(VENV)"
+	@$(BIN)/python -m pip install --quiet --upgrade pip
+	@echo "make: [3/3] installing pi_course and its [dev] tools into $(VENV): about a minute the first time (JupyterLab, pytest, mypy …), silent until done"
+	@$(BIN)/python -m pip install --quiet -e ".[dev]"
+	@touch $(STAMP)
+	@echo "make: $(VENV) is ready ($$($(BIN)/python -c 'import platform; print("Python", platform.python_version())'))"
 
-# Serves the repository root (pi_course/*.py beside notebooks/ in the file browser) and opens 05-0.
+# Serves the repository root (pi_course/*.py beside notebooks/) and opens 05-0: the default URL is
+# that notebook, so the browser it opens and the URL it prints (no browser here?) both land on it.
+LAB_START := /lab/tree/notebooks/05-0-overview.ipynb
 lab: $(STAMP)
-	$(BIN)/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) --ServerApp.root_dir=. notebooks/05-0-overview.ipynb
+	@echo "make lab: JupyterLab at the repository root, opening notebooks/05-0-overview.ipynb (Ctrl-C stops it)"
+	$(BIN)/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) --ServerApp.root_dir=. --LabApp.default_url=$(LAB_START)
 
 lint: $(STAMP)
 	$(BIN)/ruff check pi_course pi_course_here.py tests bench tools
@@ -105,6 +113,10 @@ dist: $(STAMP)
 # The offline JupyterLite edition (tools/build_lite.py finds a Python >= 3.12 for the build venv).
 lite: $(STAMP)
 	$(BIN)/python tools/build_lite.py
+
+# The built site on 127.0.0.1 at a free port, its address printed (a fixed port may be taken).
+serve-lite:
+	@$(or $(wildcard $(BIN)/python),$(PYTHON)) tools/serve_lite.py
 
 # Builds the site, then drives it in Chromium with every host but loopback unresolvable; prints the
 # figures (build/lite-bench.json: cold start, each notebook's Run All, reference vs practice).

@@ -18,7 +18,24 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from . import chapter as _chapter  # noqa: F401  (see above)
+try:
+    from . import chapter as _chapter  # noqa: F401  (see above)
+except ModuleNotFoundError as _missing:
+    if _missing.name != "pi_course_here":
+        raise
+    # pi_course_here ships with the installed course: without it this Python has no pi-course
+    # (the system Python in a practice copy, say). One line with the fix, not a traceback.
+    import sys as _sys
+
+    _line = (
+        f"这个 Python（{_sys.executable}）没有安装 pi-course：请用装了 pi-course[lab] 的 Python，"
+        "先 source 它的 .venv/bin/activate，或写出它的路径，"
+        "例如 /path/to/.venv/bin/python -m pi_course check 05"
+    )
+    if _sys.argv[:1] == ["-m"]:  # python -m pi_course …: the command stops here, in one line
+        print(_line, file=_sys.stderr)
+        raise SystemExit(2) from None
+    raise ModuleNotFoundError(_line, name="pi_course_here") from None
 
 if TYPE_CHECKING:
     from .adapter import OpenAICompatibleModel, fixed_transport

@@ -78,7 +78,16 @@ def say(message: str) -> None:
 
 
 def run(*command: str | Path, cwd: Path = ROOT, env: dict[str, str] | None = None) -> None:
-    subprocess.run([str(part) for part in command], cwd=cwd, check=True, env=env)
+    """Run a build step with its output kept: shown only when the step fails (its chatter, temporary
+    paths and optional-dependency warnings say nothing true about the site)."""
+    done = subprocess.run(
+        [str(part) for part in command], cwd=cwd, env=env, capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        sys.stdout.write(done.stdout)
+        sys.stderr.write(done.stderr)
+        step = " ".join(str(part) for part in command)
+        sys.exit(f"lite: this step failed (exit {done.returncode}): {step}")
 
 
 # --- a Python >= 3.12 for the build ---------------------------------------------------------------
@@ -124,7 +133,7 @@ def build_env() -> Path:
             "(apt install python3.12, or pyenv install 3.12) or name it with LITE_PYTHON=/path/to/python3"
         )
     shutil.rmtree(ENV, ignore_errors=True)
-    say(f"build venv with {python}")
+    say(f"build venv with {python} (once: about a minute)")
     run(python, "-m", "venv", ENV)
     run(ENV / "bin" / "python", "-m", "pip", "install", "--quiet", "-r", requirements)
     stamp.write_text(requirements.read_text())
@@ -140,6 +149,7 @@ def pyodide_runtime() -> Path:
     if (unpacked / "package" / "pyodide.asm.wasm").is_file():
         return unpacked / "package"
     CACHE.mkdir(parents=True, exist_ok=True)
+    say(f"fetching the Pyodide runtime ({PYODIDE_NPM}, once)")
     with tempfile.TemporaryDirectory(dir=CACHE) as scratch:
         run("npm", "pack", "--silent", PYODIDE_NPM, "--pack-destination", scratch, cwd=CACHE)
         (tarball,) = Path(scratch).glob("*.tgz")
@@ -157,6 +167,7 @@ def third_party_wheels(bin_dir: Path) -> Path:
     if stamp.is_file() and stamp.read_text() == requirements.read_text():
         return target
     shutil.rmtree(target, ignore_errors=True)
+    say("downloading the pinned wheels of tools/lite/requirements.txt (once)")
     run(
         bin_dir / "python", "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
         "--python-version", "3.14", "--implementation", "py", "--abi", "none", "--platform", "any",
@@ -207,7 +218,7 @@ def contents(scratch: Path) -> Path:
     (root / "notebooks").mkdir(parents=True)
     for notebook in sorted((ROOT / "notebooks").glob("05-*.ipynb")):
         shutil.copy2(notebook, root / "notebooks" / notebook.name)
-    run(sys.executable, "-m", "pi_course", "practice", "05", root / "practice")
+    run(sys.executable, "-m", "pi_course", "practice", "05", root / "practice")  # its hint: a scratch path
     # The browser's LEARNING.md: each terminal step as the notebook call (no terminal in a tab).
     from pi_course.course.practice import learning_md
 
@@ -292,6 +303,7 @@ def configure(site: Path) -> None:
     config_path = site / "jupyter-lite.json"
     config = json.loads(config_path.read_text())
     data = config.setdefault("jupyter-config-data", {})
+    data["exposeAppInBrowser"] = "true"  # window.jupyterapp: tools/lite/boot.js works with it
     settings = data.setdefault("litePluginSettings", {}).setdefault(KERNEL_PLUGIN, {})
     settings.update(
         {
@@ -305,6 +317,22 @@ def configure(site: Path) -> None:
         }
     )
     config_path.write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n")
+
+
+BOOT_SCRIPT = "pi-course-boot.js"
+
+
+def add_boot_script(lab: Path) -> None:
+    """JupyterLab's page loads ``tools/lite/boot.js``: the kernel's boot shown, runs clicked during it
+    queued, reset() reloading an open editor, the answer key marked (see the script)."""
+    shutil.copy2(HERE / "boot.js", lab / BOOT_SCRIPT)
+    page = lab / "index.html"
+    text = page.read_text(encoding="utf-8")
+    tag = f'<script src="./{BOOT_SCRIPT}" defer></script>'
+    if tag not in text:
+        if "</head>" not in text:
+            sys.exit(f"lite: {page} has no </head>: cannot add {BOOT_SCRIPT}")
+        page.write_text(text.replace("</head>", f"  {tag}\n</head>", 1), encoding="utf-8")
 
 
 def report(site: Path) -> dict[str, object]:
@@ -337,6 +365,7 @@ def main() -> int:
             course_wheel(scratch),
             placeholder_wheel(scratch, "jedi"),
         ]
+        say("the pi_course wheel, the reference notebooks and a fresh practice copy")
         source = contents(scratch)
         lite_dir = scratch / "lite-dir"
         lite_dir.mkdir()
@@ -366,6 +395,7 @@ def main() -> int:
     configure(output)
     # The site's index: a Chinese landing page instead of JupyterLite's redirect to the Launcher.
     shutil.copy2(HERE / "index.html", output / "index.html")
+    add_boot_script(output / "lab")
     figures = report(output)
     figures["undeclared_dependencies"] = missing
     (BUILD / "lite-report.json").write_text(json.dumps(figures, indent=2) + "\n")
@@ -375,6 +405,7 @@ def main() -> int:
         say(f"  {size:6.2f} MB  {name}")
     if missing:
         say("dependencies not in the lock (left out on purpose): " + ", ".join(missing))
+    say("try it: make serve-lite (serves it on 127.0.0.1 at a free port and prints the address)")
     return 0
 
 

@@ -363,7 +363,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
             return EXIT_INTERRUPTED
     if args.command == "practice":
         from .points import GradebookError, parse_points
-        from .practice import create_practice
+        from .practice import create_practice, next_steps
         from .starters import PracticeError
 
         try:
@@ -374,8 +374,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
         except KeyboardInterrupt:
             _say("practice 已中断（Ctrl-C），没有留下半成品目录。")
             return EXIT_INTERRUPTED
-        print(f"练习目录已创建：{target}")
-        print(f"下一步：cd {target} && python -m pi_course check 05（先看第一次红灯），再读 LEARNING.md")
+        print(next_steps(target))
         return 0
     if args.command == "check":
         from .check import check_command

@@ -13,6 +13,7 @@ import os
 import re
 import secrets
 import shutil
+import sys
 from pathlib import Path
 from typing import Literal
 
@@ -30,6 +31,17 @@ from .starters import (
     reference_sources,
     starter_sources,
 )
+
+# The answer key sits in the copy (check, checkpoint --diff and a fresh practice read it); its
+# README says first, in the learner's language, that it is the answer (the browser edition also
+# marks every file opened from it: tools/lite/boot.js).
+TARGET_WARNING = """# 先别看：这里是第 05 章的答案（target）
+
+这个文件夹里是参考实现：5.1–5.4 要你自己写的代码，每一段都用 LAB 5.x 的开始、结束注释标了出来。
+先在 `pi_course/` 顶层的五个文件里自己写，检查点变绿之后再来对照。这里的文件不要改：
+`check`、`checkpoint 05 --diff` 和 `practice`（从这份副本再生成起点）都读它们。
+
+"""
 
 
 def _course_file(*parts: str) -> Path:
@@ -120,7 +132,7 @@ def _write_copy(root: Path, points: Points | None = None) -> None:
     for name, text in reference_sources().items():
         (shipped / name).parent.mkdir(parents=True, exist_ok=True)
         (shipped / name).write_text(text, encoding="utf-8")
-    (shipped / "README.md").write_text(TARGET_README, encoding="utf-8")
+    (shipped / "README.md").write_text(TARGET_WARNING + TARGET_README, encoding="utf-8")
     (root / "tests").mkdir()
     for name in (FOCUSED_TEST, "conftest.py", BEYOND_TEST, RULES_TEST, COMPARE_TEST):
         if name in (BEYOND_TEST, RULES_TEST, COMPARE_TEST) and not _has_course_file("tests", name):
@@ -154,6 +166,38 @@ def _without_outputs(notebook: Path) -> str:
     return json.dumps(data, ensure_ascii=False, indent=1) + "\n"
 
 
+# The server's root is the copy (pi_course/ beside notebooks/); the URL it prints and opens is 05-0.
+LAB_START = "/lab/tree/notebooks/05-0-overview.ipynb"
+LAB_ARGUMENTS = f"lab --LabApp.default_url={LAB_START}"
+
+
+def this_python() -> str:
+    """How to name the running interpreter in a command: ``python`` when that is it, else its path.
+
+    A copy made with ``.venv/bin/python -m pi_course practice …`` is then told to go on with the
+    same ``.venv/bin/python``, which has the course; the ``python`` on PATH may not.
+    """
+    found = shutil.which("python")
+    if found is not None and Path(found).absolute().parent == Path(sys.executable).absolute().parent:
+        return "python"
+    return str(Path(sys.executable).absolute())
+
+
+def next_steps(target: Path) -> str:
+    """What ``practice`` prints once the copy is made: where it is and the first three commands."""
+    python = this_python()
+    root = " --allow-root" if hasattr(os, "geteuid") and os.geteuid() == 0 else ""
+    return "\n".join(
+        [
+            f"练习目录已创建：{target}",
+            "下一步（LEARNING.md 开头的“先做这个”）：",
+            f"  cd {target}",
+            f"  {python} -m pi_course check 05    # 先看第一次红灯",
+            f"  {python} -m jupyter {LAB_ARGUMENTS}{root}    # 在 05-0 打开；pi_course/ 就在 notebooks/ 旁边",
+        ]
+    )
+
+
 Edition = Literal["terminal", "browser"]
 
 
@@ -184,6 +228,7 @@ def learning_md(edition: Edition | None = None) -> str:
         "@CHECK_STEP@": '`check(step="5.1")`' if browser else "`python -m pi_course check 05 --step 5.1`",
         "@CHECK_ALL@": "`check()`" if browser else "`check 05`",
         "@PROVIDERS@": str(provider_count()),
+        "@LAB@": LAB_ARGUMENTS,
     }.items():
         text = text.replace(name, value)
     return text

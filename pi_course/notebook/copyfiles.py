@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import json
 import tempfile
 import zipfile
 from pathlib import Path, PurePosixPath
@@ -83,11 +84,38 @@ def reset(file: str | Path, *, start: str | Path | None = None) -> None:
     target.write_text(text, encoding="utf-8")
     if before == text:
         print(f"{relative} 本来就是起点版本，没有改动。")
+    elif IN_BROWSER:
+        _reload_open_editor(target, relative)
     else:
         print(
             f"已把 {relative} 恢复成起点版本（你的改动已被替换，其他文件没动）。"
             "如果编辑器里开着它，关掉标签页再打开；然后重启内核（Kernel → Restart Kernel）再从第一格运行。"
         )
+
+
+def _reload_open_editor(target: Path, relative: PurePosixPath) -> None:
+    """In a browser tab: the editor open on ``target`` reloads it (the site's boot script does it),
+    so no tab keeps the old text, whose next save would undo the reset."""
+    from IPython.display import display
+
+    from pi_course_here import BROWSER_STORAGE
+
+    path = target.relative_to(BROWSER_STORAGE).as_posix() if target.is_relative_to(BROWSER_STORAGE) else ""
+    said = f"已把 {relative} 恢复成起点版本（你的改动已被替换，其他文件没动）。"
+    restart = "然后重启内核（Kernel → Restart Kernel）再从第一格运行。"
+    quoted = json.dumps(path).replace("<", "\\u003c")  # a JS string that cannot end the script element
+    script = (
+        "<script>(() => { const n = window.piCourseRevert ? window.piCourseRevert("
+        f"{quoted}) : -1; const s = document.currentScript.parentElement.querySelector"
+        "('.pi-course-reverted'); if (s) s.textContent = n > 0 ? '编辑器里开着的它已重新载入起点版本；' : "
+        "n === 0 ? '' : '如果编辑器里开着它，关掉标签页再打开；'; })()</script>"
+    )
+    bundle = {
+        "text/html": f'<div>{html.escape(said)}<span class="pi-course-reverted"></span>'
+        f"{html.escape(restart)}{script}</div>",
+        "text/plain": f"{said}{restart}",
+    }
+    display(bundle, raw=True)  # type: ignore[no-untyped-call]
 
 
 def zip_copy(root: Path) -> tuple[bytes, int]:

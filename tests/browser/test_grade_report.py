@@ -105,6 +105,12 @@ def test_the_class_report_shows_every_row_and_each_copys_check_output(tmp_path: 
                 "3/6 完成"
             )  # 5.3: ada, bo and the hostile name
             expect(figures.nth(1).locator("svg")).to_contain_text("test_sse_interleaved")
+            # The untouched copy is "not started", the syntax error "cannot import": two bars, not one.
+            expect(figures.nth(1).locator("svg")).to_contain_text("没开始：第一次红灯")
+            expect(figures.nth(1).locator("svg")).to_contain_text("无法导入 pi_course")
+            # Which sandbox ran, and what the similarity check found, above the pictures.
+            expect(page.locator("p#sandbox")).to_contain_text("沙箱：")
+            expect(page.locator("p#similarity")).to_contain_text("比较了这次评的 6 份课程代码：4 对几乎相同")
             # Near-identical pairs: ada and the copy under the hostile name; bo and the two copies
             # that differ from bo by one line (three pairs). Each opens side by side.
             expect(page.locator("details.pair")).to_have_count(4)

@@ -649,3 +649,205 @@ def test_no_request_left_loopback(site: Site, browser: Browser) -> None:
     assert others == []
     assert any("/static/pyodide/pyodide-lock.json" in path for path in site.served)
     assert any(path.endswith(".whl") for path in site.served)
+
+
+# --- make lite and make serve-lite: what they say is true ------------------------------------------
+
+
+def test_the_build_says_only_what_is_true(tmp_path: Path) -> None:
+    """No step's chatter: no temporary folder named (deleted right after), no stray warning, no
+    "url: … server: tornado" (the build serves nothing); it ends naming the one command that serves."""
+    output = tmp_path / "site"
+    built = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "build_lite.py"), "--output", str(output)],
+        cwd=ROOT, capture_output=True, text=True, timeout=1200, check=False,
+    )  # fmt: skip
+    said = built.stdout + built.stderr
+    assert built.returncode == 0, said
+    assert (output / "index.html").is_file()
+    lines = said.strip().splitlines()
+    assert all(line.startswith("lite: ") for line in lines), said  # every line is the build's own
+    assert "pi-course-lite-" not in said, said  # no scratch folder (deleted when the build ends)
+    named = [Path(word.rstrip(":")) for word in said.split() if word.startswith("/")]
+    assert all(path.exists() for path in named), named
+    assert "Warning" not in said and "WARNING" not in said and "tornado" not in said and "url:" not in said
+    assert "make serve-lite" in lines[-1], said
+
+
+def listening_address(port: int) -> str:
+    """The local address a TCP socket listens on at ``port``, from /proc/net/tcp (IPv4)."""
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        local, state = line.split()[1], line.split()[3]
+        address, hex_port = local.split(":")
+        if int(hex_port, 16) == port and state == "0A":  # LISTEN
+            return ".".join(str(int(address[index : index + 2], 16)) for index in (6, 4, 2, 0))
+    raise AssertionError(f"nothing listens on {port}")
+
+
+def test_serve_lite_is_one_command_on_loopback_at_a_free_port() -> None:
+    """``make serve-lite``: the address printed, 127.0.0.1 only, a port nobody else holds, the types a
+    browser needs (module scripts, WebAssembly)."""
+    import urllib.request
+
+    if not (SITE / "index.html").is_file():
+        pytest.fail("build/lite/ is missing: run `make lite` first")
+    servers, addresses = [], []
+    try:
+        for _ in range(2):  # two at once: each finds its own port
+            server = subprocess.Popen(
+                ["make", "-s", "serve-lite"],
+                cwd=ROOT,
+                stdout=subprocess.PIPE,
+                text=True,
+                start_new_session=True,
+            )
+            servers.append(server)
+            assert server.stdout is not None
+            line = server.stdout.readline()
+            assert line.startswith("lite: serving") and "http://127.0.0.1:" in line, line
+            addresses.append(line.split("http://127.0.0.1:")[1].split("/")[0])
+        assert len(set(addresses)) == 2, addresses
+        port = int(addresses[0])
+        assert listening_address(port) == "127.0.0.1"
+        base = f"http://127.0.0.1:{port}"
+        with urllib.request.urlopen(f"{base}/", timeout=10) as page:
+            assert "动手学 Pi" in page.read().decode()
+        for path, kind in (("static/pyodide/pyodide.asm.wasm", "application/wasm"), ("static/pyodide/pyodide.mjs", "text/javascript")):  # fmt: skip
+            with urllib.request.urlopen(f"{base}/{path}", timeout=10) as response:
+                assert response.headers["Content-Type"].startswith(kind), (
+                    path,
+                    response.headers["Content-Type"],
+                )
+    finally:
+        for server in servers:
+            os.killpg(server.pid, 2)
+            server.wait(timeout=10)
+
+
+def test_serve_lite_without_a_site_says_what_to_do(tmp_path: Path) -> None:
+    missing = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "serve_lite.py"), "--site", str(tmp_path)],
+        capture_output=True, text=True, timeout=30, check=False,
+    )  # fmt: skip
+    assert missing.returncode == 2 and missing.stderr.strip().splitlines() == [
+        f"lite: no site in {tmp_path}: build it first with make lite"
+    ]
+
+
+# --- the tab's own help: the kernel's boot, early runs, reset's open editor, the answer key -------
+
+KERNEL_STATUS = """() => {
+  const panel = window.jupyterapp.shell.currentWidget;
+  const kernel = panel && panel.sessionContext && panel.sessionContext.session && panel.sessionContext.session.kernel;
+  return kernel ? kernel.status : 'none';
+}"""
+BOOT_BOX = """() => { const box = document.getElementById('pi-course-boot'); return box && !box.hidden ? box.textContent : null; }"""
+# Run All as a click does it: not awaited, whatever the kernel is doing.
+CLICK_RUN_ALL = """() => { window.jupyterapp.commands.execute('runmenu:run-all'); }"""
+EXECUTED = """() => [...window.jupyterapp.shell.currentWidget.content.model.cells]
+  .filter(cell => cell.type === 'code').map(cell => cell.executionCount)"""
+
+
+def test_the_kernel_boot_is_shown_and_a_run_all_clicked_during_it_is_not_lost(
+    site: Site, browser: Browser
+) -> None:
+    """A fresh tab: Run All clicked before the kernel is up waits and then runs every cell; meanwhile
+    a box says the kernel is booting, counts the seconds and that the run is queued."""
+    page = browser.new_page()
+    try:
+        page.goto(site.url("practice/notebooks/05-0-overview.ipynb"))
+        page.wait_for_function(
+            "() => window.jupyterapp && window.jupyterapp.shell.currentWidget"
+            " && window.jupyterapp.shell.currentWidget.sessionContext",
+            timeout=90_000,
+        )
+        before = page.evaluate(KERNEL_STATUS)
+        assert before not in ("idle", "busy"), before  # the click below lands before the kernel is up
+        page.evaluate(CLICK_RUN_ALL)
+        page.wait_for_function(f"() => ({BOOT_BOX})() !== null", timeout=10_000)
+        said = page.evaluate(BOOT_BOX)
+        assert "Python 内核启动中" in said and "秒" in said and "已排队 1 个运行" in said, said
+        shots(page, "kernel-boot")
+        page.wait_for_function(
+            f"() => {{ const counts = ({EXECUTED})(); return counts.length > 0 && counts.every(n => n !== null); }}",
+            timeout=240_000,
+        )
+        counts = page.evaluate(EXECUTED)
+        assert counts == list(range(1, len(counts) + 1)), counts  # every cell, once, in order
+        page.wait_for_function(f"() => ({BOOT_BOX})() === null", timeout=10_000)
+    finally:
+        close(page)
+
+
+OPEN_EDITOR = """async (path) => {
+  const app = window.jupyterapp, notebook = app.shell.currentWidget;
+  const editor = await app.commands.execute('docmanager:open', {path, factory: 'Editor', mode: 'split-right'});
+  await editor.context.ready;
+  if (notebook) app.shell.activateById(notebook.id);
+  return editor.context.model.sharedModel.getSource();
+}"""
+EDITOR_OF = """(path) => {
+  for (const widget of window.jupyterapp.shell.widgets('main')) {
+    if (widget.context && widget.context.path === path && !widget.sessionContext) {
+      return {text: widget.context.model.sharedModel.getSource(), dirty: widget.context.model.dirty};
+    }
+  }
+  return null;
+}"""
+SAVE_EDITOR = """async (path) => {
+  for (const widget of window.jupyterapp.shell.widgets('main')) {
+    if (widget.context && widget.context.path === path && !widget.sessionContext) await widget.context.save();
+  }
+}"""
+
+
+def test_reset_reloads_the_open_editor_and_the_answer_key_says_wait(site: Site, browser: Browser) -> None:
+    """reset() with the file open in the editor: the editor shows the starter at once (a save there
+    keeps it); a file opened from target-05 says 先别看 in its toolbar."""
+    page = browser.new_page()
+    outbound = "practice/pi_course/outbound.py"
+    starter = (SITE / "files" / outbound).read_text(encoding="utf-8")
+    edited = "# the learner's attempt\n" + starter
+    try:
+        open_notebook(page, site, CHECKPOINT_OF_05_1)
+        page.evaluate(SAVE_FILES, {outbound: edited})
+        assert page.evaluate(OPEN_EDITOR, outbound) == edited
+        cells = page.evaluate(
+            script(APPEND_AND_RUN),
+            'from pi_course.notebook.copyfiles import reset\nreset("pi_course/outbound.py")',
+        )
+        said = cell_texts(cells)[-1]
+        assert "已把 pi_course/outbound.py 恢复成起点版本" in said, said
+        page.wait_for_function(
+            f"() => ({EDITOR_OF})({json.dumps(outbound)}).text === {json.dumps(starter)}", timeout=30_000
+        )
+        assert page.evaluate(EDITOR_OF, outbound) == {"text": starter, "dirty": False}
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('.pi-course-reverted')].some(s => s.textContent.includes('重新载入'))",
+            timeout=10_000,
+        )
+        shots(page, "reset-editor")
+        page.evaluate(SAVE_EDITOR, outbound)  # Ctrl+S in that tab now keeps the reset
+        assert page.evaluate(READ_FILES, [outbound]) == {outbound: starter}
+
+        target = "practice/pi_course/course/target-05/outbound.py"
+        page.evaluate(
+            "async (path) => { await window.jupyterapp.commands.execute('docmanager:open', {path, factory: 'Editor'}); }",
+            target,
+        )
+        page.wait_for_selector(".pi-course-target", timeout=10_000)
+        assert "先别看" in page.inner_text(".pi-course-target")
+        # Seen, not only present: the note is what the page shows at its middle (no editor over it).
+        on_top = page.evaluate(
+            """() => { const note = document.querySelector('.pi-course-target'), box = note.getBoundingClientRect();
+                return box.height > 10 && document.elementFromPoint(box.x + box.width / 2, box.y + box.height / 2) === note; }"""
+        )
+        assert on_top
+        assert page.evaluate("() => window.jupyterapp.shell.currentWidget.title.label").startswith("先别看")
+        shots(page, "target-warning")
+    finally:
+        close(page)
+    readme = (SITE / "files" / "practice" / "pi_course" / "course" / "target-05" / "README.md").read_text(
+        encoding="utf-8"
+    )
+    assert readme.startswith("# 先别看")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import html
 import io
 import json
 import os
@@ -366,6 +367,47 @@ def test_the_html_page_escapes_everything_and_loads_nothing() -> None:
         "dd",
     }  # fmt: skip
     assert not [attrs for _, attrs in tags if any(name in ("src", "href", "action") for name, _ in attrs)]
+
+
+def test_where_the_class_is_stuck_tells_not_started_from_cannot_import_and_timed_out() -> None:
+    """An untouched copy's first red light is the normal start: counted apart from an import error."""
+    from pi_course.course.grade.page import NOT_STARTED, STOPPED, failing_tests
+
+    fresh = record("fresh", "incomplete", 0, "第一次红灯：pi_course 没有导出 ToolDefinition")
+    broken = record("broken", "import-error", 0, "pi_course/sse.py 第 3 行：SyntaxError")
+    working = {
+        **record("working", "incomplete", 4, "✗ test_sse"),
+        "tests": {"test_sse": False, "test_out": True},
+    }
+    results = [
+        Graded(fresh, ""), Graded({**fresh, "name": "fresh-2"}, ""), Graded(broken, ""),
+        Graded(record("cy", "timeout", 0, "超过 40 秒没有结束"), ""), Graded(working, ""),
+        Graded(record("ada", "done", 11), ""),
+    ]  # fmt: skip
+    stuck = dict(failing_tests(results))
+    assert stuck == {NOT_STARTED: 2, STOPPED["import-error"]: 1, STOPPED["timeout"]: 1, "test_sse": 1}
+    page = to_html(results)
+    for label in (NOT_STARTED, STOPPED["import-error"], STOPPED["timeout"]):
+        assert html.escape(label) in page
+
+
+def test_the_page_names_the_sandbox_and_the_similarity_result(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Which sandbox ran, and the similarity check's result even when it found no pair."""
+    from pi_course.course.grade import page as page_module
+    from pi_course.course.grade.similarity import Pair
+
+    sandboxed = to_html(RESULTS, compared=3)
+    assert "沙箱：bubblewrap（全部 3 份）" in sandboxed
+    assert "比较了这次评的 3 份课程代码：没有几乎相同的一对" in sandboxed
+    bare = [Graded({**graded.record, "flags": ["not-sandboxed"]}, graded.output) for graded in RESULTS]
+    assert "沙箱：没有（not-sandboxed，全部 3 份）" in to_html(bare, compared=3)
+    mixed = [bare[0], *RESULTS[1:]]
+    assert "bubblewrap 评了 2 份；1 份没有沙箱" in to_html(mixed, compared=3)
+    pair = Pair("ada", "cy", 0.97, "x = 1", "x = 1")
+    assert "1 对几乎相同，见页末" in to_html(RESULTS, pairs=[pair], compared=3)
+    assert "这次只读到 1 份副本的课程代码" in to_html(RESULTS, compared=1)  # a re-grade of one learner
+    monkeypatch.setattr(page_module, "similarity_available", lambda: False)
+    assert "相似度检查没有运行：没有安装 copydetect" in to_html(RESULTS, compared=3)
 
 
 @pytest.mark.slow

@@ -216,3 +216,56 @@ def test_a_wheel_carries_what_practice_needs(tmp_path: Path) -> None:
         list((ROOT / "notebooks").glob("05-*.ipynb"))
     )
     shutil.rmtree(site)
+
+
+def test_practice_names_the_python_that_has_the_course(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Made with ``.venv/bin/python`` while ``python`` on PATH is another: the next steps name this one."""
+    from pi_course.course import practice as practice_module
+
+    monkeypatch.setattr(practice_module.shutil, "which", lambda name: "/usr/bin/python")
+    printed = practice_module.next_steps(tmp_path / "lab")
+    here = str(Path(sys.executable).absolute())
+    assert f"{here} -m pi_course check 05" in printed
+    assert f"{here} -m jupyter {practice_module.LAB_ARGUMENTS}" in printed
+    assert f"cd {tmp_path / 'lab'}" in printed
+    monkeypatch.setattr(practice_module.shutil, "which", lambda name: str(Path(sys.executable).parent / name))
+    assert "  python -m pi_course check 05" in practice_module.next_steps(tmp_path / "lab")
+
+
+@pytest.mark.slow
+def test_learning_md_starts_with_the_first_steps(practice: Path) -> None:
+    """“先做这个” comes first: numbered, the red light, then JupyterLab at the copy on 05-0."""
+    from pi_course.course.practice import LAB_ARGUMENTS
+
+    learning = (practice / "LEARNING.md").read_text(encoding="utf-8")
+    sections = re.findall(r"(?m)^## (.+)$", learning)
+    assert sections[0] == "先做这个", sections
+    first = learning.split("## ", 2)[1]
+    steps = re.findall(r"(?m)^(\d)\. ", first)
+    assert steps == ["1", "2", "3", "4"], first
+    assert "python -m pi_course check 05" in first and f"python -m jupyter {LAB_ARGUMENTS}" in first
+    assert f"\njupyter {LAB_ARGUMENTS}" in learning  # the activated form, in the section that opens the lab
+    assert "jupyter lab notebooks/" not in learning  # that form serves notebooks/ alone: pi_course/ hidden
+
+
+@pytest.mark.slow
+def test_a_python_without_the_course_says_so_in_one_line(practice: Path) -> None:
+    """The system Python in a copy (here: this one without its site-packages) stops in one line."""
+    result = subprocess.run(
+        [sys.executable, "-S", "-m", "pi_course", "check", "05"],
+        cwd=practice, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 2 and len(lines) == 1 and result.stdout == "", result.stderr
+    assert (
+        "没有安装 pi-course" in lines[0]
+        and "-m pi_course check 05" in lines[0]
+        and sys.executable in lines[0]
+    )
+    imported = subprocess.run(
+        [sys.executable, "-S", "-c", "import pi_course"],
+        cwd=practice, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert imported.stderr.strip().splitlines()[-1].startswith("ModuleNotFoundError: 这个 Python")

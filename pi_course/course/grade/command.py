@@ -183,7 +183,10 @@ def _write(
     outputs: list[tuple[str | None, Callable[[], str]]] = [
         (json_file, lambda: _with_output(whole)),
         (csv_file, lambda: to_csv([graded.record for graded in whole], weights, students)),
-        (html_file, lambda: to_html(whole, points=weights, warning=warning, pairs=pairs)),
+        (
+            html_file,
+            lambda: to_html(whole, points=weights, warning=warning, pairs=pairs, compared=len(codes)),
+        ),
     ]
     for name, render in outputs:
         if name is None:

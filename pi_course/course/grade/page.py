@@ -10,15 +10,17 @@ everything is escaped and nothing is loaded (a Content-Security-Policy forbids a
 from __future__ import annotations
 
 import html
+import importlib.util
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
 from ...chapter.steps import STEPS
+from .assemble import NOT_SANDBOXED
 from .gradebook import DEFAULT_POINTS, Points, csv_row
 from .records import STATUSES, Graded, unfinished_first
 from .report import _pair, _seconds
-from .similarity import Pair
+from .similarity import THRESHOLD, Pair
 
 _STYLE = """
 body { font: 14px/1.45 system-ui, "Noto Sans CJK SC", "WenQuanYi Zen Hei", sans-serif; margin: 1.5rem; }
@@ -26,6 +28,7 @@ body { color: #1f2328; }
 h1 { font-size: 1.3rem; margin: 0 0 .3rem; }
 h2 { font-size: 1.05rem; margin: 1.2rem 0 .4rem; }
 p.summary { margin: 0 0 1rem; color: #57606a; }
+p.run { margin: 0 0 .4rem; }
 p.warning { border: 2px solid #cf222e; background: #ffebe9; padding: .5rem .7rem; font-weight: 600; }
 .glance { display: flex; flex-wrap: wrap; gap: 1rem 2rem; }
 .glance figure { margin: 0; flex: 1 1 22rem; max-width: 40rem; }
@@ -94,21 +97,39 @@ def progress_svg(results: Sequence[Graded]) -> str:
     )
 
 
-NO_TESTS = "（没有测试运行：红灯、无法导入或超时）"
+# Copies stopped before any test ran are stuck too, each kind where the instructor can tell them apart:
+# an untouched copy's first red light is the normal start, not a failure like an import error.
+NOT_STARTED = "没开始：第一次红灯（5.1 的类型还没写，没有测试运行）"
+STOPPED = {"import-error": "无法导入 pi_course（没有测试运行）", "timeout": "超时（没有测试运行完）"}
+_STUCK = {NOT_STARTED, *STOPPED.values()}  # whole copies, not one failing test: counted as copies
+
+
+def stuck_before_tests(record: dict[str, Any]) -> str | None:
+    """Where a copy with no test result is stuck, by its status; None when tests ran or it is done."""
+    if record.get("tests") or record.get("status") == "done":
+        return None
+    status = str(record.get("status"))
+    return STOPPED.get(status, NOT_STARTED if status == "incomplete" else f"{status}（没有测试运行）")
 
 
 def failing_tests(results: Sequence[Graded], limit: int = 6) -> list[tuple[str, int]]:
-    """The tests that fail in most copies (focused and beyond), most first; copies stopped before
-    any test ran are counted as one more entry, since that is where they are stuck."""
-    counts: Counter[str] = Counter()
+    """Where copies are stuck, most first: first the copies stopped before any test ran, by why (not
+    started, cannot import, timed out: each always shown), then the ``limit`` tests that fail in
+    most copies (focused and beyond)."""
+    stuck: Counter[str] = Counter()
+    failing: Counter[str] = Counter()
     for record in _graded(results):
-        tests = record.get("tests") or {}
-        if not tests and record.get("status") != "done":
-            counts[NO_TESTS] += 1
-        for name, passed in tests.items():
+        why = stuck_before_tests(record)
+        if why is not None:
+            stuck[why] += 1
+        for name, passed in (record.get("tests") or {}).items():
             if passed is False:
-                counts[str(name)] += 1
-    return sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:limit]
+                failing[str(name)] += 1
+
+    def most_first(counts: Counter[str]) -> list[tuple[str, int]]:
+        return sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+
+    return most_first(stuck) + most_first(failing)[:limit]
 
 
 def failing_svg(results: Sequence[Graded]) -> str:
@@ -125,11 +146,12 @@ def failing_svg(results: Sequence[Graded]) -> str:
     for index, (name, failed) in enumerate(failing):
         y = 8 + index * 34
         shown = name if len(name) <= 58 else name[:57] + "…"
+        copies = f"{failed}/{count} 份" + ("" if name in _STUCK else "失败")
         rows.append(
             f'<text x="0" y="{y + 15}" font-size="11">{html.escape(shown)}</text>'
             f'<rect x="0" y="{y + 20}" width="300" height="10" rx="2" fill="{_GREY}"/>'
             f'<rect x="0" y="{y + 20}" width="{300 * failed / count:.1f}" height="10" fill="{_RED}"/>'
-            f'<text x="310" y="{y + 30}" font-size="12">{failed}/{count} 份失败</text>'
+            f'<text x="310" y="{y + 30}" font-size="12">{copies}</text>'
         )
     height = 8 + len(failing) * 34 + 4
     return (
@@ -166,6 +188,46 @@ def _html_row(graded: Graded, points: Points) -> str:
     )
 
 
+def similarity_available() -> bool:
+    """Whether copydetect is installed (the [lab] extra brings it): without it no pair can be found."""
+    return importlib.util.find_spec("copydetect") is not None
+
+
+def similarity_line(pairs: Sequence[Pair], compared: int) -> str:
+    """What the similarity check did: not run (and why), no near-identical pair, or how many pairs."""
+    if not similarity_available():
+        return "相似度检查没有运行：没有安装 copydetect（pip install 'pi-course[lab]' 会装上它）。"
+    if compared < 2:
+        return f"相似度检查没有运行：这次只读到 {compared} 份副本的课程代码，至少要两份才能比较。"
+    found = f"{len(pairs)} 对几乎相同，见页末" if pairs else "没有几乎相同的一对"
+    return (
+        f"相似度检查（copydetect，MOSS 式 winnowing，起点代码不计）比较了这次评的 {compared} 份课程代码："
+        f"{found}（阈值：双方各有 {THRESHOLD:.0%} 以上的代码在对方里）。"
+    )
+
+
+def sandbox_line(results: Sequence[Graded]) -> str:
+    """Which sandbox the checks ran in, from the records' flags (``not-sandboxed``: without bubblewrap)."""
+    records = _graded(results)
+    bare = sum(1 for record in records if NOT_SANDBOXED in (record.get("flags") or ()))
+    if not records:
+        return "沙箱：这一页没有运行过检查的副本。"
+    if bare == 0:
+        return (
+            f"沙箱：bubblewrap（全部 {len(records)} 份）：每份副本在自己的命名空间里运行，"
+            "没有网络，看不到你的文件和进程，留不下后台进程。"
+        )
+    if bare == len(records):
+        return (
+            f"沙箱：没有（{NOT_SANDBOXED}，全部 {len(records)} 份）："
+            "学习者的代码以你的用户身份运行，只有时间上限。"
+        )
+    return (
+        f"沙箱：bubblewrap 评了 {len(records) - bare} 份；"
+        f"{bare} 份没有沙箱（{NOT_SANDBOXED}，见每行的标记）。"
+    )
+
+
 def _pairs_section(pairs: Sequence[Pair]) -> str:
     e = html.escape
     if not pairs:
@@ -194,8 +256,13 @@ def to_html(
     points: Points = DEFAULT_POINTS,
     warning: str | None = None,
     pairs: Sequence[Pair] = (),
+    compared: int | None = None,
 ) -> str:
-    """One self-contained page: the class at a glance, a row per learner, near-identical pairs."""
+    """One self-contained page: the class at a glance, a row per learner, near-identical pairs.
+
+    ``compared``: how many copies the similarity check read (grade's run; by default every copy
+    graded here). The header says which sandbox ran and what the similarity check found.
+    """
     e = html.escape
     counts = Counter(str(graded.record.get("status")) for graded in results)
     summary = "，".join(f"{status} {counts[status]}" for status in STATUSES if counts[status])
@@ -206,6 +273,10 @@ def to_html(
     )
     rows = "".join(_html_row(graded, points) for graded in unfinished_first(results))
     banner = f'<p class="warning">{e(warning)}</p>' if warning else ""
+    compared = len(_graded(results)) if compared is None else compared
+    run = f'<p class="run" id="sandbox">{e(sandbox_line(results))}</p>' + (
+        f'<p class="run" id="similarity">{e(similarity_line(pairs, compared))}</p>'
+    )
     glance = (
         '<section class="glance">'
         f"<figure><figcaption>每一步的进度</figcaption>{progress_svg(results)}</figure>"
@@ -220,7 +291,7 @@ def to_html(
         f"<style>{_STYLE}</style></head><body>"
         f'<h1>{e(title)}</h1>{banner}<p class="summary">共 {len(results)} 份：{e(summary)}。'
         "未完成的排在前面；点开最后一列，看这份副本的完整 check 输出。</p>"
-        f"{glance}<h2>每一份副本</h2>"
+        f"{run}{glance}<h2>每一份副本</h2>"
         f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
         f"{_pairs_section(pairs)}</body></html>\n"
     )
