@@ -80,6 +80,9 @@ def unfinished(step: str) -> None:
     Returns nothing, so that as a cell's last line it adds no ``Out[]``.
     """
     found = stages.first_problem(tuple(number for number in _steps.STEP_NUMBERS if number <= step))
+    if found is not None and found.step != step and found.step in _steps.STEP_NUMBERS:
+        label = _steps.step(step).label
+        print(f"上面是你现在的实践 {step}（{label}）代码打印的；要核对它，先得完成前面的步骤：")
     if found is not None:
         _show_problem(found, _session.source)
 

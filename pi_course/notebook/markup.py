@@ -199,11 +199,14 @@ def live_pages(steps_cols: Sequence[str], sections: Sequence[Sequence[str]]) -> 
     """Pages from each step's list column and detail sections (the same number for every step)."""
     columns = list(zip(*sections, strict=True))  # section → its variant on every step
     tallest = [_tallest(variants) for variants in columns]
+    # The list grows as the learner steps (later steps only numbered): hidden copies of its fullest
+    # variants keep its height, so nothing below it moves.
+    listed = _tallest(steps_cols)
     pages = []
-    for index, steps_col in enumerate(steps_cols):
+    for index in range(len(steps_cols)):
         detail = "".join(_slot(columns[k], index, tallest[k]) for k in range(len(columns)))
         pages.append(
-            f'<div class="pi-page"><div class="pi-steps-col">{steps_col}</div>'
+            f'<div class="pi-page"><div class="pi-steps-col">{_slot(steps_cols, index, listed)}</div>'
             f'<div class="pi-detail-col">{detail}</div></div>'
         )
     return pages
