@@ -448,9 +448,13 @@ PREDICT_FIRST = (
 )
 
 
-def prediction_cell(source: str) -> str:
+def prediction_cell(source: str, namespace: Mapping[str, object] | None = None) -> str:
     """What kind of cell this is, read from its code: ``exercise`` (it calls ``reveal()``),
-    ``unwritten`` or ``written`` (it calls ``predict()``), or ``plain``."""
+    ``unwritten`` or ``written`` (it calls ``predict()``), or ``plain``.
+
+    A prediction written in an earlier cell is looked up in ``namespace`` (the kernel's); without
+    one, or not there yet, it counts as unwritten: the answer waits rather than shows too early.
+    """
     try:
         tree = ast.parse(source)
     except SyntaxError:  # IPython syntax (magics): not a prediction cell of the course
@@ -473,6 +477,8 @@ def prediction_cell(source: str) -> str:
     def open_(node: ast.expr) -> bool:
         if isinstance(node, ast.Name) and node.id in assigned:
             return open_(assigned.pop(node.id))  # pop: a name bound to itself cannot loop
+        if isinstance(node, ast.Name):  # written in an earlier cell, if at all
+            return namespace is None or unwritten(namespace.get(node.id, ...))
         if isinstance(node, ast.Constant):
             return node.value is ...
         if isinstance(node, ast.Dict):
@@ -492,7 +498,7 @@ def _show(line: str, source: str, shell: Any = None) -> None:
     shell = shell or get_ipython()
     display: Callable[..., Any] = ipython_display.display
     print(line)
-    kind = prediction_cell(source)
+    kind = prediction_cell(source, shell.user_ns if shell is not None else None)
     if kind == "exercise":  # the reference ran it unanswered: its only output is the request to predict
         print(EXERCISE_LATER)
         _session.handled = True

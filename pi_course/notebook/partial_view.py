@@ -292,6 +292,8 @@ def _short_event(step: PartialStep) -> str:
         return note("无", "span")
     if event.content_index is not None:
         text = f"{esc(event.kind)} · content_index <b>{event.content_index}</b>"
+    elif event.terminal and event.kind == event.reason:  # error · error says nothing twice
+        text = f"{esc(event.kind)} 终态"
     elif event.terminal:
         text = f"{esc(event.kind)} · {esc(event.reason)}"
     else:

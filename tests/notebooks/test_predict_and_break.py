@@ -37,6 +37,14 @@ def test_a_cell_is_told_apart_by_its_code(source: str, kind: str) -> None:
     assert lesson.prediction_cell(source) == kind
 
 
+def test_a_prediction_from_an_earlier_cell_is_read_from_the_kernel() -> None:
+    later = "predict(my_slots)\nprint(1)"
+    assert lesson.prediction_cell(later, {"my_slots": ...}) == "unwritten"
+    assert lesson.prediction_cell(later, {"my_slots": 3}) == "written"
+    assert lesson.prediction_cell(later, {}) == "unwritten"  # never run: the answer waits
+    assert lesson.prediction_cell(later) == "unwritten"
+
+
 def test_a_practice_copy_shows_no_expected_output_before_the_prediction(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
