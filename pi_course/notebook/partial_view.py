@@ -372,14 +372,15 @@ def _sections(step: PartialStep) -> list[str]:
 
 
 def partial_pages(steps: Sequence[PartialStep], unread: Sequence[int]) -> list[str]:
-    def listing(current: int) -> str:
+    def listing(current: int | None) -> str:
         rows = [step_row_html(step, current) for step in steps]
         head = ("步", "读到的 chunk", "发出的事件")
-        end = _unread_note(unread) if current == steps[-1].number else ""  # how it ends: at the end
+        end = _unread_note(unread) if current in (None, steps[-1].number) else ""  # how it ends: at the end
         listed = table(("3.9em", "40%", ""), head, rows, "pi-steps")
         return f"<h4>走到这一步为止（后面的步骤只列编号）</h4>{listed}{end}"
 
-    return live_pages([listing(step.number) for step in steps], [_sections(step) for step in steps])
+    pages = [listing(step.number) for step in steps]
+    return live_pages(pages, [_sections(step) for step in steps], listing(None) if steps else "")
 
 
 def partial_static(steps: Sequence[PartialStep], unread: Sequence[int]) -> str:

@@ -117,7 +117,7 @@ async def test_the_break_view_shows_the_first_difference_and_the_restored_view_i
 
 async def test_a_stepper_lists_only_the_steps_reached() -> None:
     stepper = await PartialStepper.replay(DIAGNOSTIC_4_2_CHUNKS, title="4/2")
-    sizers = re.compile(r'<div class="pi-sizers".*?' + re.escape(SIZERS_END), re.S)  # hidden copies
+    sizers = re.compile(r'<div class="pi-(?:grow-)?sizers?".*?' + re.escape(SIZERS_END), re.S)  # hidden
     first, last = (sizers.sub("", page.value) for page in (stepper.pages[1], stepper.pages[-1]))
     listing = re.compile(r'<div class="pi-steps-col">(.*?)<div class="pi-detail-col">', re.S)
     early, late = listing.search(first), listing.search(last)
