@@ -211,7 +211,7 @@ class BreakRun:
     """The learner's adapter on the 4/2 fixture: correct (when the file is), and broken."""
 
     chunks: list[Any]
-    source: str  # "simulated": confused in memory · "file": adapter.py is broken on disk · "none"
+    source: str  # "simulated": confused in memory · "file": broken on disk · "stale": on disk only · "none"
     correct: Run | None
     broken: Run
     slots: dict[int, int]
@@ -244,6 +244,11 @@ class BreakRun:
                 "这一次是模拟：文件没动，只在内存里让你的 adapter 量 content 长度时得到 Provider index；"
                 "左边一列是你的代码原样跑的，右边一列是模拟改坏以后跑的。"
             )
+        if self.source == "stale":
+            return (
+                "文件里那一行已经改坏，可这个内核跑的还是改之前的代码（改动还没载入）："
+                "右边一列因此还是对的。重启内核（Kernel → Restart），再运行到这一格。"
+            )
         return "模拟没有起作用：你的 adapter 在处理工具 chunk 时没有量 content 的长度，换不了那一处。"
 
 
@@ -266,6 +271,8 @@ async def break_run(path: Path, chunks: Sequence[Any]) -> BreakRun:
     as_is = await _events(model(Watched(lesson_adapter.fixed_transport(chunks))), chunks)
     if on_disk:
         source, correct, broken_events = "file", None, as_is
+        if [event_row(event) for event in as_is] == expected_rows(chunks):
+            source = "stale"  # the file says broken, the code this kernel runs does not
         slots = stepper_slots(_no_experiment(), chunks, path)
     else:
         with confused_indexes() as experiment:
@@ -292,7 +299,7 @@ def focused_tests(run: BreakRun) -> bool:
     from ..chapter.steps import step
     from ..course.check import check, course_root, steps_for
 
-    if run.source == "file":
+    if run.source in ("file", "stale"):  # the file on disk is broken: test it as it is
         return check("5.2")
     from ..course.testrun import run_tests
     from .breakit import ScratchCopy

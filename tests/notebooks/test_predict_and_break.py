@@ -145,3 +145,11 @@ async def test_the_migration_check_goes_event_by_event(capsys: pytest.CaptureFix
     assert not await check_each_event(TextOnly)
     printed = capsys.readouterr().out
     assert "✓ token" in printed and "✗ end" in printed and "提示：reason 要换成" in printed
+
+
+async def test_a_file_broken_on_disk_that_the_kernel_has_not_loaded_is_said_so(tmp_path: Path) -> None:
+    source = (ROOT / "pi_course" / "adapter.py").read_text(encoding="utf-8")
+    broken = tmp_path / "adapter.py"
+    broken.write_text(source.replace("slot = len(content)", "slot = chunk.index"), encoding="utf-8")
+    run = await break_run(broken, DIAGNOSTIC_4_2_CHUNKS)  # the imported adapter is still correct
+    assert run.source == "stale" and "还没载入" in run.said() and "模拟" not in run.said()
