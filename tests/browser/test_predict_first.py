@@ -27,7 +27,7 @@ pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).parents[2]
 SHOTS = ROOT / "build" / "browser"
-ASKED = "先把这一格开头的 ... 换成你对上面问题的预测"
+ASKED = "先写下你对上面问题的预测"
 
 
 def _copy(base: Path, name: str, learner: str | None) -> Path:
@@ -137,7 +137,7 @@ def test_a_copy_asks_first_then_shows_and_the_stepper_grows(lab: tuple[str, str]
     handle.focus()
     handle.press("Home")
     handle.press("ArrowRight")
-    listing = stepper.locator(".pi-page:visible .pi-steps-col .pi-cur")
+    listing = stepper.locator(".pi-page:visible .pi-steps-col .pi-grow > div:first-child")
     expect(listing.locator("tr.pi-current")).to_contain_text("▶ 1")
     text = listing.inner_text()
     assert "toolcall_delta" in text and "text_delta" not in text and "done" not in text, text
