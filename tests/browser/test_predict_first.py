@@ -10,6 +10,7 @@ question's cell shows no 预期输出 box before the prediction. Light and dark 
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -18,7 +19,7 @@ from typing import Any
 
 import pytest
 from lab_server import jupyter_lab, lab_environment, learner_settings
-from test_browser import CHROMIUM, RUN_ALL, set_theme
+from test_browser import CHROMIUM, RUN_ALL, SKIP, set_theme
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "workflow"))  # the learners' code, as test data
 from learners import apply
@@ -51,6 +52,13 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
     home = tmp_path_factory.mktemp("predict")
     _copy(home, "done", "ada")
     _copy(home, "fresh", None)
+    book = home / "book"  # the reference: its notebooks copied (never saved over), the rest linked
+    shutil.copytree(
+        ROOT / "notebooks", book / "notebooks", ignore=shutil.ignore_patterns(".ipynb_checkpoints")
+    )
+    for entry in ROOT.iterdir():
+        if entry.name not in SKIP:
+            (book / entry.name).symlink_to(entry)
     env = lab_environment(home, learner_settings(home))
     with jupyter_lab(home, env, "--LabApp.extension_manager=readonly") as server:
         server.wait_until_up()
@@ -204,5 +212,48 @@ def test_a_fresh_copy_shows_no_expected_output_before_the_prediction(
     page.screenshot(path=str(SHOTS / "predict-fresh-05-2-light.png"))
     set_theme(page, "JupyterLab Dark")
     page.screenshot(path=str(SHOTS / "predict-fresh-05-2-dark.png"))
+    set_theme(page, "JupyterLab Light")
+    page.close()
+
+
+def test_the_book_folds_the_migration_answer_and_points_the_break_at_a_copy(
+    lab: tuple[str, str], browser: Any
+) -> None:
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=60_000)
+    page = _open(browser, lab, "book/notebooks/05-6-migration.ipynb")
+    result = _run_all(page)
+    assert not result["errors"], result["errors"]
+    folded = _output(page, _cell(page, "folded_reference(TokenEventTransport)"))
+    expect(folded).to_contain_text("参考 transport：通过")
+    trace = folded.locator("details pre")
+    expect(trace).to_be_hidden()  # the reference's event trace waits until it is opened
+    each = _output(page, _cell(page, "check_each_event(MyTokenTransport)"))
+    expect(each).to_contain_text("0/4 类事件翻译对了")
+    expect(each).to_contain_text("提示：")
+    each.scroll_into_view_if_needed()
+    page.screenshot(path=str(SHOTS / "predict-book-05-6-light.png"))
+    set_theme(page, "JupyterLab Dark")
+    folded.locator("summary").click()
+    expect(trace).to_be_visible()
+    folded.scroll_into_view_if_needed()
+    page.screenshot(path=str(SHOTS / "predict-book-05-6-opened-dark.png"))
+    set_theme(page, "JupyterLab Light")
+    page.close()
+
+    page = _open(browser, lab, "book/notebooks/05-5-break-it.ipynb")
+    result = _run_all(page)
+    assert not result["errors"], result["errors"]
+    found = _output(page, _cell(page, "allow_broken=True"))
+    expect(found).to_contain_text("在练习副本里做")
+    cell = _output(page, _cell(page, "my_first_slot = ..."))
+    expect(cell.locator("table.pi-compare")).to_have_count(1)  # the book shows its outputs
+    expect(cell).to_contain_text("这一次是模拟")
+    expect(cell).to_contain_text("2/3 通过")
+    cell.locator("table.pi-compare").scroll_into_view_if_needed()
+    page.screenshot(path=str(SHOTS / "predict-book-05-5-light.png"))
+    set_theme(page, "JupyterLab Dark")
+    page.screenshot(path=str(SHOTS / "predict-book-05-5-dark.png"))
     set_theme(page, "JupyterLab Light")
     page.close()
