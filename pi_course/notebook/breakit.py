@@ -20,8 +20,8 @@ from __future__ import annotations
 import ast
 import builtins
 import importlib
+import re
 import shutil
-import sys
 import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -207,7 +207,7 @@ class AdapterState:
             return f"已恢复：{where}\n  新工具的槽位又记成 content 当时的长度。"
         if restoring and self.state == "as-written":
             return (
-                f"文件从没改坏过：{where}\n"
+                f"没有改坏过：{where}\n"
                 "  上面那次「改坏以后」是模拟出来的。想亲手看一次真的改坏，回到第二步改这一行。"
             )
         if restoring and self.state == "broken":
@@ -231,8 +231,20 @@ class AdapterState:
 _seen_broken: set[Path] = set()  # adapter files this kernel has read in their broken state
 
 
-def _reference_edition() -> bool:
-    return getattr(sys.modules.get("pi_course"), "EDITION", "reference") != "practice"
+_EDITION = re.compile(r"""^EDITION\s*=\s*["'](\w+)["']""", re.MULTILINE)
+
+
+def _reference_edition(path: Path) -> bool:
+    """Whether ``path`` is the reference's adapter (its package says so), not a file a learner edits.
+
+    Read from the file's own package, not from the kernel's import: a browser tab imports the
+    reference from the Python install, and a scratch file has no package at all (a learner's).
+    """
+    try:
+        found = _EDITION.search((path.parent / "__init__.py").read_text(encoding="utf-8"))
+    except OSError:
+        return False
+    return found is not None and found.group(1) == "reference"
 
 
 def adapter_state(path: Path) -> AdapterState:
@@ -240,7 +252,7 @@ def adapter_state(path: Path) -> AdapterState:
     found = _read_state(path)
     if found.state == "broken":
         _seen_broken.add(path.resolve())
-    return replace(found, seen_broken=path.resolve() in _seen_broken, reference=_reference_edition())
+    return replace(found, seen_broken=path.resolve() in _seen_broken, reference=_reference_edition(path))
 
 
 def stepper_slots(experiment: _State, chunks: Sequence[Any], path: Path) -> dict[int, int]:
