@@ -17,6 +17,7 @@ it through a scratch copy whose ``conftest.py`` switches it on; the package on d
 
 from __future__ import annotations
 
+import ast
 import builtins
 import importlib
 import re
@@ -176,10 +177,6 @@ class ScratchCopy:
 
 # --- the learner's own edit: which state is adapter.py in? ---------------------------------------
 
-_LEN = re.compile(r"\blen\((?!self\.chunks\b)[^()]*\)")
-_BROKEN = re.compile(r"(?:[:=]\s*|,\s*)chunk\.index\s*[,)}\]]*\s*(?:#.*)?$")
-_TOOL_CONTEXT = re.compile(r"chunk\.index|tool", re.IGNORECASE)
-
 
 @dataclass(frozen=True)
 class AdapterState:
@@ -189,36 +186,65 @@ class AdapterState:
     line: int | None = None  # 1-based line number in adapter.py
     text: str = ""
     seen_broken: bool = False  # this kernel has read the file broken before (only then is it 已恢复)
+    reference: bool = False  # the reference package: the learner has no file of theirs to edit here
 
     def describe(self, *, restoring: bool = False) -> str:
         """Where the file stands and what to do next; ``restoring`` for the last step, putting it back."""
         where = f"pi_course/adapter.py 第 {self.line} 行：{self.text.strip()}" if self.line else ""
+        if self.reference and restoring:
+            return (
+                "参考实现的文件没有动过：上面那次「改坏以后」是模拟的。亲手改坏、再改回来，要在练习副本里做。"
+            )
+        if self.reference:
+            found = f"参考实现里是 {where}" if where else "参考实现里也找不到那一行"
+            return (
+                f"这里读的是参考实现（书），不是你的代码：{found}。\n"
+                "  参考实现的文件不归你改，这一本只能用模拟演示改坏。要亲手改坏，在练习副本里做"
+                "（python -m pi_course practice 05 DIR 生成），打开副本里的 pi_course/adapter.py，"
+                "找你自己写的那一行。"
+            )
         if restoring and self.state == "as-written" and self.seen_broken:
             return f"已恢复：{where}\n  新工具的槽位又记成 content 当时的长度。"
         if restoring and self.state == "as-written":
             return (
                 f"没有改坏过：{where}\n"
-                "  这个内核还没读到改坏的那一行，上面的步进器跑的是模拟。想亲手看一次，回到第二步。"
+                "  上面那次「改坏以后」是模拟出来的。想亲手看一次真的改坏，回到第二步改这一行。"
             )
         if restoring and self.state == "broken":
-            return f"还是改坏的：{where}\n  把 chunk.index 改回 len(…)，保存，再运行这一格。"
+            return f"还是改坏的：{where}\n  把 Provider index 改回 len(…)，保存，再运行这一格。"
         if self.state == "as-written":
             return (
                 f"原样：{where}\n"
-                "  新工具的槽位记的是 content 当时的长度。把这里的 len(…) 改成 chunk.index，保存，"
-                "再运行下面几格。"
+                "  新工具的槽位记的是 content 当时的长度。把这里的 len(…) 改成 chunk.index"
+                "（你的代码里 Provider index 叫什么名字就写什么），保存，再运行下面几格。"
             )
         if self.state == "broken":
             return (
-                f"已改坏：{where}\n  槽位记成了 Provider index。运行下面几格，看测试怎么说；看完改回 len(…)。"
+                f"已改坏：{where}\n  槽位记成了 Provider index。运行下面几格，看会发生什么；看完改回 len(…)。"
             )
         return (
-            "没找到给新工具分配槽位的那一行（5.2 还没写，或者写法不同）。"
-            "请自己在 pi_course/adapter.py 里找：工具第一次出现时，记下 content_index 的那一行。"
+            "没找到给新工具分配槽位的那一行（5.2 还没写，或者写法和课程料想的不同）。"
+            "请自己在 pi_course/adapter.py 里找：工具第一次出现时，记下它 content 槽位的那一行。"
         )
 
 
 _seen_broken: set[Path] = set()  # adapter files this kernel has read in their broken state
+
+
+_EDITION = re.compile(r"""^EDITION\s*=\s*["'](\w+)["']""", re.MULTILINE)
+
+
+def _reference_edition(path: Path) -> bool:
+    """Whether ``path`` is the reference's adapter (its package says so), not a file a learner edits.
+
+    Read from the file's own package, not from the kernel's import: a browser tab imports the
+    reference from the Python install, and a scratch file has no package at all (a learner's).
+    """
+    try:
+        found = _EDITION.search((path.parent / "__init__.py").read_text(encoding="utf-8"))
+    except OSError:
+        return False
+    return found is not None and found.group(1) == "reference"
 
 
 def adapter_state(path: Path) -> AdapterState:
@@ -226,7 +252,7 @@ def adapter_state(path: Path) -> AdapterState:
     found = _read_state(path)
     if found.state == "broken":
         _seen_broken.add(path.resolve())
-    return replace(found, seen_broken=path.resolve() in _seen_broken)
+    return replace(found, seen_broken=path.resolve() in _seen_broken, reference=_reference_edition(path))
 
 
 def stepper_slots(experiment: _State, chunks: Sequence[Any], path: Path) -> dict[int, int]:
@@ -244,18 +270,100 @@ def stepper_slots(experiment: _State, chunks: Sequence[Any], path: Path) -> dict
 
 def _read_state(path: Path) -> AdapterState:
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError:
+        source = path.read_text(encoding="utf-8")
+        tree = ast.parse(source)
+    except (OSError, SyntaxError, ValueError):
         return AdapterState("unknown")
-    for number, line in enumerate(lines, start=1):
-        code = line.split("#", 1)[0]
-        if "text" in code.lower() or not code.strip():
-            continue
-        near = "\n".join(lines[max(0, number - 5) : number + 4])
-        if not _TOOL_CONTEXT.search(near):
-            continue
-        if _LEN.search(code):
-            return AdapterState("as-written", number, line)
-        if _BROKEN.search(line) and "[chunk.index]" not in code.split("=", 1)[-1]:
-            return AdapterState("broken", number, line)
-    return AdapterState("unknown")
+    lines = source.splitlines()
+    found = find_slot(tree)
+    if found is None:
+        return AdapterState("unknown")
+    state, number = found
+    return AdapterState(state, number, lines[number - 1] if number <= len(lines) else "")
+
+
+# The slot line, read from the code (never from comments or docstrings). A new tool's slot is the
+# value some statement stores: assigned to a name or an item, passed as an argument or keyword,
+# put in a dict or a list. Written right, that value is ``len(<content>)``; broken, the Provider
+# index (``chunk.index``, or a name bound to it such as ``index``). Text slots (a target or
+# keyword named ``text…``) and ``len(self.chunks)`` are not it.
+
+_LOOKUPS = frozenset({"get", "setdefault", "pop", "__getitem__", "__contains__"})
+
+
+def _names(node: ast.AST) -> str:
+    """The identifiers in ``node``, joined: what a target or keyword is called."""
+    parts = []
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Name):
+            parts.append(inner.id)
+        elif isinstance(inner, ast.Attribute):
+            parts.append(inner.attr)
+        elif isinstance(inner, ast.Constant) and isinstance(inner.value, str):
+            parts.append(inner.value)
+    return " ".join(parts).lower()
+
+
+def _is_len(node: ast.expr) -> bool:
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "len"):
+        return False
+    return len(node.args) == 1 and "chunk" not in _names(node.args[0])
+
+
+def _index_names(function: ast.AST) -> set[str]:
+    """Names bound to a chunk's Provider index in ``function`` (``case ToolChunk(index=index)``, …)."""
+    bound = set()
+    for node in ast.walk(function):
+        if isinstance(node, ast.MatchClass):
+            for key, pattern in zip(node.kwd_attrs, node.kwd_patterns, strict=False):
+                if key == "index" and isinstance(pattern, ast.MatchAs) and pattern.name:
+                    bound.add(pattern.name)
+        elif isinstance(node, ast.Assign) and getattr(node.value, "attr", None) == "index":
+            bound.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    return bound
+
+
+def _is_provider_index(node: ast.expr, names: set[str]) -> bool:
+    if isinstance(node, ast.Attribute) and node.attr == "index" and "chunk" in _names(node.value):
+        return True
+    return isinstance(node, ast.Name) and node.id in names
+
+
+def _stored_values(function: ast.AST) -> Iterator[tuple[str, ast.expr]]:
+    """(what it is stored as, the value) for every value a statement in ``function`` stores."""
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assign):
+            name = " ".join(_names(target) for target in node.targets)
+            yield name, node.value
+        elif isinstance(node, ast.AnnAssign | ast.AugAssign) and node.value is not None:
+            yield _names(node.target), node.value
+        elif isinstance(node, ast.Call):
+            called = node.func.attr if isinstance(node.func, ast.Attribute) else ""
+            if called not in _LOOKUPS:
+                yield from (("", arg) for arg in node.args)
+            yield from ((keyword.arg or "", keyword.value) for keyword in node.keywords)
+        elif isinstance(node, ast.Dict):
+            for key, value in zip(node.keys, node.values, strict=True):
+                yield (_names(key) if key is not None else ""), value
+        elif isinstance(node, ast.List | ast.Tuple) and isinstance(node.ctx, ast.Load):
+            yield from (("", item) for item in node.elts)
+
+
+def find_slot(tree: ast.AST) -> tuple[str, int] | None:
+    """("as-written" | "broken", line) of the statement that gives a new tool its content slot."""
+    functions = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+    broken: tuple[str, int] | None = None
+    for function in functions:
+        names = _index_names(function)
+        attributes = (n for n in ast.walk(function) if isinstance(n, ast.Attribute))
+        if not names and not any(attribute.attr == "index" for attribute in attributes):
+            continue  # no Provider index in sight: not where tools are handled
+        for stored_as, value in _stored_values(function):
+            if "text" in stored_as:
+                continue
+            if _is_len(value):
+                return "as-written", value.lineno
+            slotlike = not stored_as or any(word in stored_as for word in ("slot", "index", "position"))
+            if broken is None and slotlike and _is_provider_index(value, names) and stored_as != "id":
+                broken = ("broken", value.lineno)
+    return broken

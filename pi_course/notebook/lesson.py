@@ -80,6 +80,9 @@ def unfinished(step: str) -> None:
     Returns nothing, so that as a cell's last line it adds no ``Out[]``.
     """
     found = stages.first_problem(tuple(number for number in _steps.STEP_NUMBERS if number <= step))
+    if found is not None and found.step != step and found.step in _steps.STEP_NUMBERS:
+        label = _steps.step(step).label
+        print(f"上面是你现在的实践 {step}（{label}）代码打印的；要核对它，先得完成前面的步骤：")
     if found is not None:
         _show_problem(found, _session.source)
 
@@ -126,6 +129,43 @@ class PredictionNeeded(SaidInOneLine):
 
 
 ASK = "先把 ... 换成你的预测，再运行这一格（参考答案在下面折叠的「对照答案」里）。"
+ASK_QUESTION = (
+    "先写下你对上面问题的预测（把 my_… = ... 里的 ... 换掉），再运行："
+    "这一格的输出就是答案，写下预测之后才显示。"
+)
+
+
+def unwritten(prediction: object) -> bool:
+    """``...`` anywhere in a prediction (a dict of predictions may be half written)."""
+    if prediction is ...:
+        return True
+    if isinstance(prediction, dict):
+        return any(unwritten(value) for value in prediction.values())
+    if isinstance(prediction, list | tuple):
+        return any(unwritten(value) for value in prediction)
+    return False
+
+
+def _practice_copy() -> bool:
+    return getattr(sys.modules.get("pi_course"), "EDITION", "reference") == "practice"
+
+
+def predict(*predictions: object) -> None:
+    """The answer to the question above (the rest of the cell) only after the learner predicted it.
+
+    In a practice copy an unwritten prediction (``...``) stops the cell with one line, the way
+    :func:`reveal` does; a written one is printed, and the cell's output follows. The reference
+    edition is the book with stored outputs: there the cell goes on and prints nothing extra.
+    """
+    if not _practice_copy():
+        return
+    if any(unwritten(prediction) for prediction in predictions):
+        if _session.handler:
+            raise PredictionNeeded(ASK_QUESTION)
+        print(ASK_QUESTION)
+        return
+    shown = predictions[0] if len(predictions) == 1 else predictions
+    print(f"你的预测：{shown!r}（答案在下面，和上面折叠的「看答案」对照）")
 
 
 def reveal(prediction: object, actual: object) -> None:
@@ -136,7 +176,7 @@ def reveal(prediction: object, actual: object) -> None:
     prints that line and returns. With a prediction it prints the prediction beside the result.
     It returns nothing: as a cell's last line it must add no ``Out[]``.
     """
-    if prediction is ...:
+    if unwritten(prediction):
         if _session.handler:
             raise PredictionNeeded(ASK)
         if _session.asked != _session.run or not _session.run:  # once per cell run, not per reveal()
@@ -399,6 +439,58 @@ def _show_problem(problem: stages.Problem, source: str, shell: Any = None) -> No
     _show(_problem_line(problem), source, shell)
 
 
+EXERCISE_LATER = (
+    "这是一道练习：写下预测、完成上面那一步之后再运行这一格，它会把你的预测和实际结果并排给出"
+    "（参考答案在下面折叠的「对照答案」里）。"
+)
+PREDICT_FIRST = (
+    "预期输出（参考实现的真实输出）就是上面那个问题的答案：先写下你的预测（把 my_… = ... 里的 ... 换掉），"
+    "再运行，预期输出才会显示。"
+)
+
+
+def prediction_cell(source: str, namespace: Mapping[str, object] | None = None) -> str:
+    """What kind of cell this is, read from its code: ``exercise`` (it calls ``reveal()``),
+    ``unwritten`` or ``written`` (it calls ``predict()``), or ``plain``.
+
+    A prediction written in an earlier cell is looked up in ``namespace`` (the kernel's); without
+    one, or not there yet, it counts as unwritten: the answer waits rather than shows too early.
+    """
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:  # IPython syntax (magics): not a prediction cell of the course
+        return "plain"
+    assigned: dict[str, ast.expr] = {}
+    calls: list[ast.Call] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    assigned[target.id] = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            calls.append(node)
+    if any(call.func.id == "reveal" for call in calls):  # type: ignore[attr-defined]
+        return "exercise"
+    asked = [arg for call in calls if call.func.id == "predict" for arg in call.args]  # type: ignore[attr-defined]
+    if not asked:
+        return "plain"
+
+    def open_(node: ast.expr) -> bool:
+        if isinstance(node, ast.Name) and node.id in assigned:
+            return open_(assigned.pop(node.id))  # pop: a name bound to itself cannot loop
+        if isinstance(node, ast.Name):  # written in an earlier cell, if at all
+            return namespace is None or unwritten(namespace.get(node.id, ...))
+        if isinstance(node, ast.Constant):
+            return node.value is ...
+        if isinstance(node, ast.Dict):
+            return any(open_(value) for value in node.values)
+        if isinstance(node, ast.List | ast.Tuple):
+            return any(open_(item) for item in node.elts)
+        return False
+
+    return "unwritten" if any(open_(arg) for arg in asked) else "written"
+
+
 def _show(line: str, source: str, shell: Any = None) -> None:
     """The one line, then the reference's output of this cell; the cell counts as finished."""
     from IPython import display as ipython_display
@@ -407,6 +499,15 @@ def _show(line: str, source: str, shell: Any = None) -> None:
     shell = shell or get_ipython()
     display: Callable[..., Any] = ipython_display.display
     print(line)
+    kind = prediction_cell(source, shell.user_ns if shell is not None else None)
+    if kind == "exercise":  # the reference ran it unanswered: its only output is the request to predict
+        print(EXERCISE_LATER)
+        _session.handled = True
+        return
+    if kind == "unwritten":  # the reference's output is this question's answer: not before the prediction
+        print(PREDICT_FIRST)
+        _session.handled = True
+        return
     notebook = shell.user_ns.get("__session__") if shell is not None else None
     notebook = notebook or os.environ.get("JPY_SESSION_NAME")
     expected = find_expected(source, Path.cwd(), notebook if isinstance(notebook, str) else None)

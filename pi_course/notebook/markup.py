@@ -51,7 +51,9 @@ STYLE = """
 }
 .pi-sv .pi-slot, .pi-sv .pi-sizers { display: grid; }
 .pi-sv .pi-slot > *, .pi-sv .pi-sizers > * { grid-area: 1 / 1; min-width: 0; }
-.pi-sv .pi-sizers { visibility: hidden; }
+.pi-sv .pi-sizers, .pi-sv .pi-grow-sizer { visibility: hidden; }
+.pi-sv .pi-grow { display: grid; }
+.pi-sv .pi-grow > * { grid-area: 1 / 1; min-width: 0; }
 .pi-sv h4 { margin: 6px 0 2px; font-size: var(--jp-ui-font-size1, 13px); font-weight: 600;
   color: var(--jp-ui-font-color0, #000); }
 .pi-sv p { margin: 2px 0 4px; }
@@ -195,15 +197,27 @@ def _slot(variants: Sequence[str], index: int, tallest: Sequence[int]) -> str:
     return f'<div class="pi-slot"><div class="pi-cur">{current}</div>{sizers}</div>'
 
 
-def live_pages(steps_cols: Sequence[str], sections: Sequence[Sequence[str]]) -> list[str]:
-    """Pages from each step's list column and detail sections (the same number for every step)."""
+def live_pages(
+    steps_cols: Sequence[str], sections: Sequence[Sequence[str]], steps_sizer: str = ""
+) -> list[str]:
+    """Pages from each step's list column and detail sections (the same number for every step).
+
+    The list grows as the learner steps (a later step shows only its number); ``steps_sizer``,
+    the list with every step filled in and none current, sits hidden under it and keeps its
+    height, so nothing below the list moves.
+    """
     columns = list(zip(*sections, strict=True))  # section → its variant on every step
     tallest = [_tallest(variants) for variants in columns]
+    sizer = (
+        f'<div class="pi-grow-sizer" aria-hidden="true">{steps_sizer}</div>{SIZERS_END}'
+        if steps_sizer
+        else ""
+    )
     pages = []
     for index, steps_col in enumerate(steps_cols):
         detail = "".join(_slot(columns[k], index, tallest[k]) for k in range(len(columns)))
         pages.append(
-            f'<div class="pi-page"><div class="pi-steps-col">{steps_col}</div>'
-            f'<div class="pi-detail-col">{detail}</div></div>'
+            f'<div class="pi-page"><div class="pi-steps-col"><div class="pi-grow"><div>{steps_col}</div>'
+            f'{sizer}</div></div><div class="pi-detail-col">{detail}</div></div>'
         )
     return pages

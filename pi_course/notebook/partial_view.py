@@ -292,6 +292,8 @@ def _short_event(step: PartialStep) -> str:
         return note("无", "span")
     if event.content_index is not None:
         text = f"{esc(event.kind)} · content_index <b>{event.content_index}</b>"
+    elif event.terminal and event.kind == event.reason:  # error · error says nothing twice
+        text = f"{esc(event.kind)} 终态"
     elif event.terminal:
         text = f"{esc(event.kind)} · {esc(event.reason)}"
     else:
@@ -301,7 +303,18 @@ def _short_event(step: PartialStep) -> str:
     return text
 
 
+LATER = "pi-later"
+
+
+def later_row_html(number: int, columns: int) -> str:
+    """A step not reached yet: its number only, so the list grows as the learner steps."""
+    blank = "".join(f"<td>{note('…', 'span')}</td>" for _ in range(columns - 1))
+    return f'<tr class="{LATER}"><td>{number}</td>{blank}</tr>'
+
+
 def step_row_html(step: PartialStep, current: int | None) -> str:
+    if current is not None and step.number > current:
+        return later_row_html(step.number, 3)
     cls = f' class="{CURRENT}"' if step.number == current else ""
     marker = "▶ " if step.number == current else ""
     cells = f"<td>{marker}{step.number}</td><td>{_short_chunk(step)}</td><td>{_short_event(step)}</td>"
@@ -359,12 +372,15 @@ def _sections(step: PartialStep) -> list[str]:
 
 
 def partial_pages(steps: Sequence[PartialStep], unread: Sequence[int]) -> list[str]:
-    def listing(current: int) -> str:
+    def listing(current: int | None) -> str:
         rows = [step_row_html(step, current) for step in steps]
         head = ("步", "读到的 chunk", "发出的事件")
-        return f"<h4>全部步骤</h4>{table(('3.9em', '40%', ''), head, rows, 'pi-steps')}{_unread_note(unread)}"
+        end = _unread_note(unread) if current in (None, steps[-1].number) else ""  # how it ends: at the end
+        listed = table(("3.9em", "40%", ""), head, rows, "pi-steps")
+        return f"<h4>走到这一步为止（后面的步骤只列编号）</h4>{listed}{end}"
 
-    return live_pages([listing(step.number) for step in steps], [_sections(step) for step in steps])
+    pages = [listing(step.number) for step in steps]
+    return live_pages(pages, [_sections(step) for step in steps], listing(None) if steps else "")
 
 
 def partial_static(steps: Sequence[PartialStep], unread: Sequence[int]) -> str:

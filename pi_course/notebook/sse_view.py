@@ -168,6 +168,9 @@ def _response_row(step: ReadStep, columns: int) -> str:
 
 
 def read_row_html(step: ReadStep, current: int | None) -> str:
+    if current is not None and step.number > current:  # not read yet: the list grows as it steps
+        blank = "".join(f"<td>{note('…', 'span')}</td>" for _ in range(5))
+        return f'<tr class="pi-later"><td>{step.number}</td>{blank}</tr>'
     cls = f' class="{CURRENT}"' if step.number == current else ""
     marker = "▶ " if step.number == current else ""
     pending = "空" if not step.pending else f"{len(step.pending)} 字符"
@@ -203,10 +206,15 @@ def _detail(steps: Sequence[ReadStep], step: ReadStep) -> str:
 def sse_pages(steps: Sequence[ReadStep], failure: DecoderFailure | None) -> list[str]:
     legend = note(f"{READS_LEGEND}{SSE_LEGEND}")
     stop = failure_html(failure) if failure is not None else ""
-    lists = [f"<h4>全部读取</h4>{_listing(steps, step.number)}{stop}{legend}" for step in steps]
+    heading = "<h4>读到这一次为止（后面的读取只列编号）</h4>"
+    lists = [
+        f"{heading}{_listing(steps, step.number)}{stop if step is steps[-1] else ''}{legend}"
+        for step in steps
+    ]
+    sizer = f"{heading}{_listing(steps, None)}{stop}{legend}" if steps else ""
     # One slot for the whole detail column: its sections pack at the top (no gaps between them),
     # and the tallest read still fixes the page's height.
-    return live_pages(lists, [[_detail(steps, step)] for step in steps])
+    return live_pages(lists, [[_detail(steps, step)] for step in steps], sizer)
 
 
 def _after_read_html(step: ReadStep) -> str:

@@ -13,7 +13,7 @@ import pytest
 
 from pi_course.notebook.lesson import METADATA_KEY, expected_outputs
 
-ALL = sorted((Path(__file__).parents[2] / "notebooks").glob("*.ipynb"))  # with 05-7 (real providers)
+ALL = sorted((Path(__file__).parents[2] / "notebooks").glob("*.ipynb"))  # with 05-7 and 05-8
 NOTEBOOKS = [path for path in ALL if path.name[:4] <= "05-6"]
 PRACTICE = [path for path in NOTEBOOKS if path.name[:4] in ("05-1", "05-2", "05-3", "05-4")]
 EXPECTED = [
@@ -215,3 +215,55 @@ def test_no_answer_is_stored_under_an_unwritten_prediction(path: Path) -> None:
 def test_prose_names_the_current_modules(path: Path) -> None:
     text = "".join(source(cell) for cell in cells(path))
     assert "pi_course/given.py" not in text and "pi_course/reading.py" not in text
+
+
+QUESTIONNAIRE = Path(__file__).parents[2] / "notebooks" / "05-8-questionnaire.ipynb"
+
+
+def test_the_chapter_ends_with_a_questionnaire_whose_answers_are_folded() -> None:
+    """fastbook-style: 15-25 questions covering every practice notebook and the break-it, answers folded."""
+    assert QUESTIONNAIRE in ALL
+    questions = [
+        source(cell)
+        for cell in cells(QUESTIONNAIRE)
+        if cell["cell_type"] == "markdown" and re.match(r"\*\*\d+\. ", source(cell))
+    ]
+    assert 15 <= len(questions) <= 25, len(questions)
+    for question in questions:
+        asked, _, rest = question.partition("<details><summary>对照答案</summary>")
+        assert rest.strip().endswith("</details>") and rest.strip() != "</details>", question[:60]
+        assert "对照答案" not in asked
+    headings = "\n".join(source(cell) for cell in cells(QUESTIONNAIRE) if source(cell).startswith("## 05-"))
+    for path in NOTEBOOKS[1:]:  # 05-1 … 05-6: every practice step, the break-it and the migration
+        assert f"]({path.name})" in headings, f"no questions on {path.name}"
+    overview = "\n".join(source(cell) for cell in cells(NOTEBOOKS[0]))
+    assert "](05-8-questionnaire.ipynb)" in overview
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.stem)
+def test_each_summary_asks_open_what_if_questions(path: Path) -> None:
+    summary = [source(cell) for cell in cells(path) if "## 小结" in source(cell)]
+    assert summary, f"{path.name}: no 小结"
+    assert len(re.findall(r"^\d+\. 如果", summary[-1], re.MULTILINE)) >= 2, path.name
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.stem)
+def test_the_book_says_the_practice_copy_is_where_to_predict(path: Path) -> None:
+    first = source(cells(path)[0])
+    assert "两个版本" in first and "practice 05" in first, path.name
+
+
+@pytest.mark.parametrize("path", PRACTICE, ids=lambda path: path.stem)
+def test_every_question_is_gated_by_a_prediction_in_the_cell_that_answers_it(path: Path) -> None:
+    """A 先想一想 question whose answer a code cell prints: that cell asks for a prediction first."""
+    from pi_course.notebook.lesson import prediction_cell
+
+    notebook = cells(path)
+    for index, cell in enumerate(notebook):
+        if cell["cell_type"] != "markdown" or "**先想一想**" not in source(cell):
+            continue
+        following = [c for c in notebook[index + 1 : index + 4] if c["cell_type"] == "code"]
+        if not following or "schema 去检查" in source(cell):  # answered in the folded prose alone
+            continue
+        kinds = [prediction_cell(source(c)) for c in following]
+        assert "unwritten" in kinds, f"{path.name}: no prediction asked after {source(cell)[:80]!r}"

@@ -298,6 +298,8 @@ def test_05_5_shows_the_learners_own_break_and_says_restored_only_after_one(
 ) -> None:
     copy = stage(starter, tmp_path, "ada", ("5.1", "5.2", "5.3", "5.4"))
     cells = code_cells(copy, "05-5-break-it")
+    asked = next(cell for cell in cells if "my_first_slot = ..." in cell)
+    predicted = asked.replace("my_first_slot = ...", 'my_first_slot = "error"')
     stepper = next(cell for cell in cells if "PartialStepper(" in cell)
     restore = next(cell for cell in cells if "restoring=True" in cell)
     adapter = copy / "pi_course" / "adapter.py"
@@ -305,16 +307,26 @@ def test_05_5_shows_the_learners_own_break_and_says_restored_only_after_one(
     with Kernel(copy / "notebooks") as kernel:
         for cell in cells[:2]:
             kernel.run(cell)
-        simulated = kernel.run(stepper)
-        assert "模拟那一处改动" in simulated and "[4] 不存在" in simulated, simulated
+        waiting = kernel.run(asked)
+        assert "先写下你对上面问题的预测" in waiting and "第一处不同" not in waiting, waiting
+        simulated = kernel.run(predicted)
+        assert "这一次是模拟" in simulated and "第一处不同在第 1 条事件" in simulated, simulated
+        assert "2/3 通过" in simulated and "3/3" not in simulated, simulated  # the scratch copy's tests
+        assert "[4] 不存在" in kernel.run(stepper)
         assert kernel.run(restore).startswith("没有改坏过："), "nothing was broken: not 已恢复"
         later(adapter, source.replace('"slot": len(self.content)}', '"slot": chunk.index}'))
-        own = kernel.run(stepper)
-        assert "你的 adapter.py 本身" in own, own
-        assert "[4] 不存在" in own and "#4" in own and "—" not in own.split("tool_buffers", 1)[1], own
-        assert "call-4" not in own  # ada's adapter makes up no placeholder id
+        own = kernel.run(predicted)
+        assert "改坏的是磁盘上的文件" in own and "这一次是模拟" not in own, own
+        assert "第一处不同在第 1 条事件" in own and "记成了槽位 4（应为 0）" in own, own
+        assert "2/3" in own, own  # check() on the file itself
+        shown = kernel.run(stepper)
+        assert "[4] 不存在" in shown and "#4" in shown and "—" not in shown.split("tool_buffers", 1)[1], shown
+        assert "call-4" not in shown  # ada's adapter makes up no placeholder id
         later(adapter, source)
-        assert kernel.run(restore).startswith("已恢复：")
+        restored = kernel.run(restore)
+        assert restored.startswith("已恢复：") and "一条不差 ✓" in restored and "3/3 通过" in restored, (
+            restored
+        )
 
 
 def test_an_exercise_edit_without_a_prediction_shows_no_answer_and_with_one_compares(tmp_path: Path) -> None:

@@ -26,6 +26,7 @@ import pytest
 from learners import LEARNERS, merge, mistake
 
 from pi_course.chapter.steps import STEPS
+from pi_course.notebook.lesson import prediction_cell
 
 pytestmark = [pytest.mark.slow, pytest.mark.notebooks]  # make stages, not make test
 
@@ -207,9 +208,12 @@ def problems(name: str, run: Run) -> list[str]:
     if not blamed <= ({stage.broken} if stage.broken else set()):
         found.append(f"cells blame {sorted(blamed)}; broken: {stage.broken}")
     for cell in run.cells:
-        if (
-            "需要先完成实践" in cell["output"] or "的代码还有问题" in cell["output"]
-        ) and "预期输出" not in cell["output"]:
+        kind = prediction_cell(cell["source"])
+        step_line = "需要先完成实践" in cell["output"] or "的代码还有问题" in cell["output"]
+        if kind in ("exercise", "unwritten"):  # the reference's output would answer it: no 预期输出
+            if "预期输出：" in cell["output"] or (step_line and "预测" not in cell["output"]):
+                found.append(f"{cell['notebook']}: an answer before the prediction: {cell['output'][:300]}")
+        elif step_line and "预期输出" not in cell["output"]:
             found.append(f"{cell['notebook']}: a step line without 预期输出: {cell['output'][:300]}")
 
     for notebook, step in CHECKPOINTS.items():

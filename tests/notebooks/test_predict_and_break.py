@@ -1,0 +1,155 @@
+"""Predict, then see: prediction gates, steppers that grow, 05-5's break view, 05-6's per-event check."""
+
+from __future__ import annotations
+
+import ast
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from pi_course.chapter.fixtures import DIAGNOSTIC_4_2_CHUNKS
+from pi_course.notebook import breakit, lesson
+from pi_course.notebook.breakrun import as_it_is, break_run, expected_rows
+from pi_course.notebook.widgets import SIZERS_END, PartialStepper, SSEBufferStepper
+
+pytestmark = pytest.mark.anyio
+
+ROOT = Path(__file__).parents[2]
+LEARNERS = ROOT / "tests" / "workflow" / "learners"
+
+
+@pytest.mark.parametrize(
+    ("source", "kind"),
+    [
+        ("guess = ...\npredict(guess)\nprint(1)", "unwritten"),
+        ("guess = 3\npredict(guess)\nprint(1)", "written"),
+        ("a = 1\nb = ...\npredict(a, b)", "unwritten"),
+        ('guesses = {"x": ..., "y": 2}\npredict(guesses)', "unwritten"),
+        ('guesses = {"x": 1, "y": 2}\npredict(guesses)', "written"),
+        ("predicted = ...\nreveal(predicted, 3)", "exercise"),
+        ("print('no question here')", "plain"),
+        ("%timeit 1\npredict(...)", "plain"),  # IPython syntax: not parsed, not a course question
+    ],
+)
+def test_a_cell_is_told_apart_by_its_code(source: str, kind: str) -> None:
+    assert lesson.prediction_cell(source) == kind
+
+
+def test_a_prediction_from_an_earlier_cell_is_read_from_the_kernel() -> None:
+    later = "predict(my_slots)\nprint(1)"
+    assert lesson.prediction_cell(later, {"my_slots": ...}) == "unwritten"
+    assert lesson.prediction_cell(later, {"my_slots": 3}) == "written"
+    assert lesson.prediction_cell(later, {}) == "unwritten"  # never run: the answer waits
+    assert lesson.prediction_cell(later) == "unwritten"
+
+
+def test_a_practice_copy_shows_no_expected_output_before_the_prediction(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    asked = "my_slots = ...\npredict(my_slots)\nprint(1)"
+    lesson._show("需要先完成实践 5.2（…）", asked)
+    printed = capsys.readouterr().out
+    assert lesson.PREDICT_FIRST in printed and "预期输出：" not in printed
+    lesson._show("需要先完成实践 5.2（…）", "predicted = ...\nreveal(predicted, 1)")
+    printed = capsys.readouterr().out
+    assert lesson.EXERCISE_LATER in printed and "预期输出：" not in printed
+    lesson._show("需要先完成实践 5.2（…）", asked.replace("...", "3"))  # written: the box opens
+    assert "预期输出：" in capsys.readouterr().out
+
+
+def test_predict_stops_only_in_a_practice_copy_and_only_while_unwritten(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import pi_course
+
+    lesson.predict(...)  # the reference: the book goes on silently
+    assert capsys.readouterr().out == ""
+    monkeypatch.setattr(pi_course, "EDITION", "practice")
+    monkeypatch.setattr(lesson._session, "handler", True)
+    with pytest.raises(lesson.PredictionNeeded):
+        lesson.predict(4, ...)
+    lesson.predict(4, 0)
+    assert "你的预测：(4, 0)" in capsys.readouterr().out
+
+
+def _learner_adapters() -> list[Path]:
+    return [ROOT / "pi_course" / "adapter.py", *sorted(LEARNERS.glob("*/adapter.py"))]
+
+
+@pytest.mark.parametrize("path", _learner_adapters(), ids=lambda path: path.parent.name)
+def test_the_slot_line_is_found_in_every_style_and_its_break_too(path: Path) -> None:
+    source = path.read_text(encoding="utf-8")
+    found = breakit.find_slot(ast.parse(source))
+    assert found is not None and found[0] == "as-written"
+    line = source.splitlines()[found[1] - 1]
+    assert re.search(r"len\((?!self\.chunks)", line), line
+    lines = source.splitlines()
+    lines[found[1] - 1] = re.sub(r"len\([^()]*\)", "chunk.index", line, count=1)
+    assert breakit.find_slot(ast.parse("\n".join(lines))) == ("broken", found[1])
+
+
+def test_a_docstring_that_mentions_len_is_not_the_slot_line() -> None:
+    source = textwrap.dedent('''
+        def add_tool(self, chunk):
+            """Give a new tool its slot: content_index = len(content), never the index."""
+            if chunk.index not in self.tools:
+                self.tools[chunk.index] = {"slot": chunk.index}
+    ''')
+    assert breakit.find_slot(ast.parse(source)) == ("broken", 5)
+
+
+async def test_the_break_view_shows_the_first_difference_and_the_restored_view_is_green() -> None:
+    run = await break_run(ROOT / "pi_course" / "adapter.py", DIAGNOSTIC_4_2_CHUNKS)
+    assert run.source == "simulated" and run.correct is not None
+    view = run.comparison
+    assert view.first_difference(run.correct) is None
+    assert view.first_difference(run.broken) == 1
+    said = view.summary(run.broken)
+    assert "第一处不同在第 1 条事件" in said and "toolcall_delta · 槽位 0" in said
+    assert "IndexError" not in said and "out of range" not in said  # the raw text is a note apart
+    assert "Provider index 4 的工具记成了槽位 4（应为 0）" in repr(view)
+    restored = await as_it_is(DIAGNOSTIC_4_2_CHUNKS)
+    assert restored.first_difference(restored.runs[0]) is None and "✗" not in repr(restored)
+    assert len(expected_rows(DIAGNOSTIC_4_2_CHUNKS)) == 10
+
+
+async def test_a_stepper_lists_only_the_steps_reached() -> None:
+    stepper = await PartialStepper.replay(DIAGNOSTIC_4_2_CHUNKS, title="4/2")
+    sizers = re.compile(r'<div class="pi-(?:grow-)?sizers?".*?' + re.escape(SIZERS_END), re.S)  # hidden
+    first, last = (sizers.sub("", page.value) for page in (stepper.pages[1], stepper.pages[-1]))
+    listing = re.compile(r'<div class="pi-steps-col">(.*?)<div class="pi-detail-col">', re.S)
+    early, late = listing.search(first), listing.search(last)
+    assert early is not None and late is not None
+    assert "search" not in early.group(1) and "done" not in early.group(1)
+    assert "done" in late.group(1)
+    reads = SSEBufferStepper.mainline()
+    assert "[DONE]" not in listing.search(sizers.sub("", reads.pages[0].value)).group(1)  # type: ignore[union-attr]
+
+
+async def test_the_migration_check_goes_event_by_event(capsys: pytest.CaptureFixture[str]) -> None:
+    from pi_course.migration import TokenEventTransport
+    from pi_course.notebook.migration_check import check_each_event
+
+    assert await check_each_event(TokenEventTransport)
+    assert "4/4" in capsys.readouterr().out
+
+    class TextOnly(TokenEventTransport):
+        async def stream(self, request, *, signal=None):  # type: ignore[no-untyped-def]
+            async for chunk in super().stream(request, signal=signal):
+                if type(chunk).__name__ != "TextChunk":
+                    raise NotImplementedError("TODO")
+                yield chunk
+
+    assert not await check_each_event(TextOnly)
+    printed = capsys.readouterr().out
+    assert "✓ token" in printed and "✗ end" in printed and "提示：reason 要换成" in printed
+
+
+async def test_a_file_broken_on_disk_that_the_kernel_has_not_loaded_is_said_so(tmp_path: Path) -> None:
+    source = (ROOT / "pi_course" / "adapter.py").read_text(encoding="utf-8")
+    broken = tmp_path / "adapter.py"
+    broken.write_text(source.replace("slot = len(content)", "slot = chunk.index"), encoding="utf-8")
+    run = await break_run(broken, DIAGNOSTIC_4_2_CHUNKS)  # the imported adapter is still correct
+    assert run.source == "stale" and "还没载入" in run.said() and "模拟" not in run.said()
