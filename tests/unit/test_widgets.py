@@ -83,13 +83,14 @@ async def test_the_4_2_stepper_shows_provider_indexes_and_content_slots() -> Non
     assert "Provider index 4" in stepper.pages[4].value  # index 4 again → slot 0
 
 
-async def test_the_whole_step_list_is_on_every_page_with_the_current_row_highlighted() -> None:
+async def test_the_step_list_grows_as_the_learner_steps_with_the_current_row_highlighted() -> None:
     stepper = PartialStepper(DIAGNOSTIC_4_2_CHUNKS, await run(DIAGNOSTIC_4_2_CHUNKS), "4/2")
     for number, child in enumerate(stepper.pages):
         steps = rows(child.value, "pi-steps")
-        assert len(steps) == 11
+        assert len(steps) == 11  # every row is there, so the stepper keeps its height
         assert [CURRENT in row for row in steps] == [i == number for i in range(11)]
-    listing = rows(stepper.pages[0].value, "pi-steps")
+        assert ["pi-later" in row for row in steps] == [i > number for i in range(11)]  # not reached: folded
+    listing = rows(stepper.pages[-1].value, "pi-steps")
     assert "index <b>4</b>" in listing[1] and "content_index <b>0</b>" in listing[1]
     assert "index <b>2</b>" in listing[3] and "content_index <b>2</b>" in listing[3]
     assert "finish tool_calls" in listing[7] and "无" in listing[7]  # finish: no event yet
