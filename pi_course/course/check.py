@@ -12,13 +12,12 @@ cells) runs the focused tests alone unless ``beyond=True``.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, NotRequired, TextIO, TypedDict
+from typing import TextIO
 
 from ..chapter.rules import RULES
 from ..chapter.steps import BEYOND_TEST, CHAPTER_TOTAL, FOCUSED_TEST, STEP_NUMBERS, STEPS, Step
@@ -26,12 +25,12 @@ from ..chapter.steps import step as step_named
 from .advice import first_thing_to_fix, next_step_lines
 from .checkpoint import tested_tree
 from .locate import check_target, course_root, is_practice_copy, practice_path_problem
+from .record import CopyRecord, Status, nothing_ran, record_line
 from .report import Report
 from .rulestate import count_line, rule_name, rule_results, rules_ok, table_lines
 from .testrun import run_tests
 
 __all__ = [
-    "CheckRecord",
     "Verdict",
     "check",
     "check_command",
@@ -47,27 +46,6 @@ CHAPTER = "第 05 章"
 EXIT_FAILED = 1
 EXIT_USAGE = 2  # nothing was checked: not a copy, or a bad flag
 EXIT_INTERRUPTED = 130
-
-Status = Literal["done", "incomplete", "import-error", "timeout", "not-a-copy"]
-
-
-class CheckRecord(TypedDict):
-    """One copy's result, as ``check 05 --json`` prints it and ``grade`` collects it."""
-
-    name: str
-    path: str
-    status: Status
-    focused: dict[str, list[int]]  # {"5.1": [passed, total], …}
-    focused_passed: int
-    focused_total: int
-    beyond_passed: int
-    beyond_total: int
-    first_failure: str | None
-    seconds: float
-    rules_kept: NotRequired[int]  # the chapter's rules (chapter/rules.py) this copy keeps
-    rules_total: NotRequired[int]
-    tests: NotRequired[dict[str, bool]]  # each focused test and beyond check that ran or failed: passed
-    compared: NotRequired[dict[str, int]]  # {"5.1": n, …}: inputs compared with the reference, per step
 
 
 def steps_for(number: str | None) -> tuple[Step, ...]:
@@ -242,7 +220,7 @@ def check(
 # --- the record -----------------------------------------------------------------------------------
 
 
-def record_of(report: Report, root: Path, seconds: float) -> CheckRecord:
+def record_of(report: Report, root: Path, seconds: float) -> CopyRecord:
     """The record of one whole-chapter run (focused and beyond): the same facts the text shows."""
     verdict = verdict_of(report, STEPS)
     status: Status
@@ -252,7 +230,7 @@ def record_of(report: Report, root: Path, seconds: float) -> CheckRecord:
         status = "import-error"
     else:
         status = "done" if verdict.done else "incomplete"
-    return CheckRecord(
+    return CopyRecord(
         name=root.name,
         path=str(root),
         status=status,
@@ -265,8 +243,8 @@ def record_of(report: Report, root: Path, seconds: float) -> CheckRecord:
         seconds=round(seconds, 2),
         rules_kept=sum(result.state == "kept" for result in rule_results(report) or ()),
         rules_total=len(RULES),
-        tests=_test_outcomes(report),
         compared={number: report.compared[number] for number in STEP_NUMBERS if number in report.compared},
+        tests=_test_outcomes(report),
     )
 
 
@@ -284,30 +262,12 @@ def _test_outcomes(report: Report) -> dict[str, bool]:
     return outcomes
 
 
-def not_a_copy_record(path: str | Path, why: str) -> CheckRecord:
-    """The record for a path that holds no practice copy: nothing ran."""
-    folder = Path(path).expanduser().absolute()
-    return CheckRecord(
-        name=folder.name,
-        path=str(folder),
-        status="not-a-copy",
-        focused={step.number: [0, step.expected] for step in STEPS},
-        focused_passed=0,
-        focused_total=CHAPTER_TOTAL,
-        beyond_passed=0,
-        beyond_total=0,
-        first_failure=why,
-        seconds=0.0,
-        rules_kept=0,
-        rules_total=len(RULES),
-    )
-
-
-def check_record(path: str | Path) -> CheckRecord:
+def check_record(path: str | Path) -> CopyRecord:
     """Check the practice copy at (or around) ``path``, print nothing, return its record."""
     problem = practice_path_problem(str(path))
     if problem is not None:
-        return not_a_copy_record(path, problem)
+        folder = Path(path).expanduser().absolute()
+        return nothing_ran(folder.name, folder, "not-a-copy", problem)
     root, _ = check_target(str(path), Path.cwd(), course_root())
     assert root is not None  # practice_path_problem found the tree
     started = time.monotonic()
@@ -352,7 +312,8 @@ def check_command(
         print(line, file=sys.stderr)
     if root is None:
         if as_json:
-            print(json.dumps(not_a_copy_record(path or _cwd(), line or ""), ensure_ascii=False))
+            folder = Path(path or _cwd()).expanduser().absolute()
+            print(record_line(nothing_ran(folder.name, folder, "not-a-copy", line or "")))
         return EXIT_USAGE
     if path is not None and not assembled and is_practice_copy(root) and root != course_root():
         from .grade.runner import check_path
@@ -378,5 +339,5 @@ def check_command(
     text = sys.stderr if as_json else sys.stdout  # with --json, stdout carries the record alone
     verdict = print_report(report, steps, beyond=beyond, verbose=verbose, file=text, rules=rules)
     if as_json:
-        print(json.dumps(record_of(report, root, seconds), ensure_ascii=False))
+        print(record_line(record_of(report, root, seconds)))
     return 0 if verdict.done else EXIT_FAILED

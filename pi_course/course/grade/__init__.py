@@ -15,10 +15,11 @@ One job per module, otter-grader style:
 
 from __future__ import annotations
 
+from ..record import FIELDS, STATUSES
 from .archives import UnsafeArchive, copy_folder, extract
 from .assemble import MATCHES_REFERENCE, NOT_SANDBOXED, TESTS_MODIFIED, assemble, instructor_copy
 from .discovery import GradeError, Source, discover, find_tree, looks_like_a_copy
-from .records import FIELDS, STATUSES, Graded, unfinished_first
+from .records import Graded, unfinished_first
 from .runner import DEFAULT_TIMEOUT, check_command, grade, grade_one, run_bounded
 from .sandbox import Sandbox, SandboxError, choose, scrubbed_environment
 

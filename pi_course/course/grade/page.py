@@ -12,11 +12,11 @@ from __future__ import annotations
 import html
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
 
 from ...chapter.steps import STEPS
+from ..record import STATUSES, CopyRecord
 from .gradebook import DEFAULT_POINTS, Points, csv_row
-from .records import STATUSES, Graded, unfinished_first
+from .records import Graded, unfinished_first
 from .report import _pair, _seconds
 from .similarity import Pair
 
@@ -62,7 +62,7 @@ _POLICY = "default-src 'none'; style-src 'unsafe-inline'"
 _GREEN, _AMBER, _GREY, _RED = "#2da44e", "#d4a72c", "#d0d7de", "#cf222e"
 
 
-def _graded(results: Sequence[Graded]) -> list[dict[str, Any]]:
+def _graded(results: Sequence[Graded]) -> list[CopyRecord]:
     return [graded.record for graded in results if graded.record.get("status") != "not-a-copy"]
 
 

@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...chapter.steps import STEPS
-from .records import STATUSES, Graded, unfinished_first
+from ..record import STATUSES, CopyRecord
+from .records import Graded, unfinished_first
 
 STEP_NUMBERS = tuple(step.number for step in STEPS)
 
@@ -46,12 +47,12 @@ def _pair(value: Any) -> str:
     return "-"
 
 
-def _seconds(record: dict[str, Any]) -> str:
+def _seconds(record: CopyRecord) -> str:
     value = record.get("seconds")
     return f"{value:.1f}" if isinstance(value, int | float) else "-"
 
 
-def _row(record: dict[str, Any]) -> list[str]:
+def _row(record: CopyRecord) -> list[str]:
     focused = record.get("focused") or {}
     return [
         _printable(record.get("name", "")),

@@ -10,7 +10,6 @@ PID namespace) is stopped when the check ends.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import subprocess
@@ -26,10 +25,11 @@ from pathlib import Path
 from typing import IO, Any
 
 from ...chapter.steps import FOCUSED_TEST
+from ..record import CopyRecord, Status, in_order, nothing_ran, parse_record, record_line
 from .archives import UnsafeArchive, extract, writable
 from .assemble import NOT_SANDBOXED, Assembled, Instructor, assemble, instructor_copy
 from .discovery import Source, find_tree
-from .records import CONTRACT_FIELDS, Graded, empty_record, now, parse_record
+from .records import Graded, now
 from .sandbox import Sandbox, choose, not_sandboxed_line
 from .similarity import lesson_code
 
@@ -160,8 +160,7 @@ def grade_one(
     started = time.monotonic()
     base_flags = [] if sandbox.sandboxed else [NOT_SANDBOXED]
     if source.kind == "not-a-copy":
-        empty = empty_record(source.name, source.path, "not-a-copy", source.why, 0.0, base_flags)
-        return Graded(empty, source.why or "")
+        return Graded(_stopped(source, "not-a-copy", source.why, 0.0, base_flags), source.why or "")
     with tempfile.TemporaryDirectory(prefix="pi-course-grade-") as scratch:
         work = Path(scratch) / "run"  # the only folder the check may write to
         work.mkdir()
@@ -174,7 +173,7 @@ def grade_one(
         except (UnsafeArchive, OSError, zipfile.BadZipFile, tarfile.TarError) as error:
             why = str(error) if isinstance(error, UnsafeArchive) else f"无法读取 {source.path}：{error}"
             seconds = time.monotonic() - started
-            return Graded(empty_record(source.name, source.path, "not-a-copy", why, seconds, base_flags), why)
+            return Graded(_stopped(source, "not-a-copy", why, seconds, base_flags), why)
         notes += assembled.notes
         wrapped = sandbox.command(command(assembled.tree), work)
         code, out, err, _ = run_bounded(wrapped, work, sandbox.environment(work, environ), timeout, running)
@@ -185,20 +184,25 @@ def grade_one(
     if code is None:
         why = f"超过 {timeout:g} 秒没有结束，已停止（导入时的死循环，或一个不结束的测试进程）"
         output = "\n".join([*notes, why, err.rstrip(), out.rstrip()]).strip()
-        return Graded(empty_record(source.name, source.path, "timeout", why, seconds, flags), output)
+        return Graded(_stopped(source, "timeout", why, seconds, flags), output)
     record = parse_record(out)
     if record is None:
         last = (err.strip().splitlines() or ["（没有输出）"])[-1]
         why = f"check 没有给出记录（返回码 {code}）：{last}"
         output = "\n".join([*notes, err.rstrip(), out.rstrip()]).strip()
-        return Graded(empty_record(source.name, source.path, "import-error", why, seconds, flags), output)
-    shaped = {key: record.get(key) for key in CONTRACT_FIELDS}
-    shaped["compared"] = shaped["compared"] or {}
-    if shaped["status"] == "import-error" and assembled.missing:  # name the file, not its importer
-        shaped["first_failure"] = f"副本里没有 {'、'.join(assembled.missing)}：pi_course 无法导入。"
-    shaped.update(name=source.name, path=str(source.path), seconds=round(seconds, 2), flags=flags)
-    shaped.update(graded_at=now(), tests=record.get("tests") or {})
-    return Graded(shaped, "\n".join([*notes, err.rstrip()]).strip())
+        return Graded(_stopped(source, "import-error", why, seconds, flags), output)
+    if record["status"] == "import-error" and assembled.missing:  # name the file, not its importer
+        record["first_failure"] = f"副本里没有 {'、'.join(assembled.missing)}：pi_course 无法导入。"
+    record.update({"name": source.name, "path": str(source.path), "seconds": round(seconds, 2)})
+    record.update({"flags": flags, "graded_at": now()})
+    return Graded(in_order(record), "\n".join([*notes, err.rstrip()]).strip())
+
+
+def _stopped(source: Source, status: Status, why: str | None, seconds: float, flags: list[str]) -> CopyRecord:
+    """The record of a copy whose check gave none (stopped, not a copy), with grading's flags and time."""
+    record = nothing_ran(source.name, source.path, status, why, seconds)
+    record.update({"flags": flags, "graded_at": now()})
+    return in_order(record)
 
 
 def grade(
@@ -265,11 +269,10 @@ def check_path(copy: Path, flags: Sequence[str], *, sandbox_name: str = "auto", 
         print(f"check 05：超过 {DEFAULT_TIMEOUT:g} 秒没有结束，已停止。", file=sys.stderr)
         return 1
     if as_json:
-        parsed = parse_record(out)
-        if parsed is not None:
-            record = parsed
-            record.update(name=source.name, path=str(copy), flags=_flags(assembled, sandbox))
-            out = json.dumps(record, ensure_ascii=False) + "\n"
+        record = parse_record(out)
+        if record is not None:
+            record.update({"name": source.name, "path": str(copy), "flags": _flags(assembled, sandbox)})
+            out = record_line(record) + "\n"
     sys.stderr.write(err)
     sys.stdout.write(out)
     return code
