@@ -23,11 +23,15 @@ from ..chapter.rules import RULES
 from ..chapter.steps import BEYOND_TEST, CHAPTER_TOTAL, FOCUSED_TEST, STEP_NUMBERS, STEPS, Step
 from ..chapter.steps import step as step_named
 from .advice import first_thing_to_fix, next_step_lines
+from .assemble import instructor_copy
 from .checkpoint import tested_tree
+from .copyrun import DEFAULT_TIMEOUT, assembled_check, run_copy
+from .exits import EXIT_DONE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE
 from .locate import check_target, course_root, is_practice_copy, practice_path_problem
-from .record import CopyRecord, Status, nothing_ran, record_line
+from .record import CopyRecord, Status, nothing_ran, parse_record, record_line
 from .report import Report
 from .rulestate import count_line, rule_name, rule_results, rules_ok, table_lines
+from .sandbox import SandboxError, choose, not_sandboxed_line
 from .testrun import run_tests
 
 __all__ = [
@@ -38,23 +42,10 @@ __all__ = [
     "course_root",
     "record_of",
     "report_lines",
-    "steps_for",
     "verdict_of",
 ]
 
 CHAPTER = "第 05 章"
-EXIT_FAILED = 1
-EXIT_USAGE = 2  # nothing was checked: not a copy, or a bad flag
-EXIT_INTERRUPTED = 130
-
-
-def steps_for(number: str | None) -> tuple[Step, ...]:
-    if number is None:
-        return STEPS
-    for step in STEPS:
-        if step.number == number:
-            return (step,)
-    raise ValueError(f"unknown step {number!r}; choose one of {', '.join(s.number for s in STEPS)}")
 
 
 @dataclass(frozen=True)
@@ -194,12 +185,13 @@ def check(
     """
     root, first_line = tested_tree(path)
     print(first_line)
-    steps = steps_for(step)
-    beyond = beyond and step is None
+    asked = None if step is None else step_named(step)
+    steps = STEPS if asked is None else (asked,)
+    beyond = beyond and asked is None
     before = tuple(earlier for earlier in STEPS if step is not None and earlier.number < step)
     report = run_tests((*before, *steps), root, beyond=beyond, verbose=verbose)
     blocking = next((earlier for earlier in before if not report.step_done(earlier)), None)
-    if report.red_light is not None or blocking is None:
+    if report.red_light is not None or blocking is None or asked is None:
         return print_report(report, steps, beyond=beyond, verbose=verbose, compact=True).done
     # 5.3 on a copy where 5.2 is still a stub fails for 5.2's reason: say that, with 5.2's hints,
     # then this step's own count (its failures likely follow from the earlier step's).
@@ -207,7 +199,6 @@ def check(
     lines = next_step_lines(report, (*before, *steps))
     if lines:
         print("\n".join(line for line in lines if not line.startswith("  之后还未通过")))
-    [asked] = steps
     print(report.line(asked))
     first = f"实践 {blocking.number}（{blocking.label}）"
     if report.step_done(asked):
@@ -304,8 +295,8 @@ def check_command(
     text a learner reads goes to stderr, so ``grade`` gets both from one run.
 
     ``--path`` to a practice copy checks its lesson files with this installation's tests, in the
-    sandbox ``grade`` uses (:func:`.grade.runner.check_path`); ``assembled`` is that sandbox's own
-    call, on the tree it built.
+    sandbox ``grade`` uses (:func:`.copyrun.run_copy`); ``assembled`` is that sandbox's own call,
+    on the tree it built.
     """
     root, line = check_target(path, _cwd(), course_root(), reference=reference)
     if line is not None and not assembled:
@@ -316,18 +307,11 @@ def check_command(
             print(record_line(nothing_ran(folder.name, folder, "not-a-copy", line or "")))
         return EXIT_USAGE
     if path is not None and not assembled and is_practice_copy(root) and root != course_root():
-        from .grade.runner import check_path
-        from .grade.sandbox import SandboxError
-
         flags = [*(["--step", step] if step else []), *(["--json"] if as_json else [])]
         flags += [*(["--course-only"] if course_only else []), *(["-v"] if verbose else [])]
         flags += ["--rules"] if rules else []
-        try:
-            return check_path(root, flags, sandbox_name=sandbox, as_json=as_json)
-        except SandboxError as error:
-            print(error, file=sys.stderr)
-            return EXIT_USAGE
-    steps = steps_for(step)
+        return _from_outside(root, flags, sandbox, as_json=as_json)
+    steps = STEPS if step is None else (step_named(step),)
     beyond = step is None and not course_only
     started = time.monotonic()
     try:
@@ -340,4 +324,34 @@ def check_command(
     verdict = print_report(report, steps, beyond=beyond, verbose=verbose, file=text, rules=rules)
     if as_json:
         print(record_line(record_of(report, root, seconds)))
-    return 0 if verdict.done else EXIT_FAILED
+    return EXIT_DONE if verdict.done else EXIT_FAILED
+
+
+def _from_outside(copy: Path, flags: list[str], sandbox_name: str, *, as_json: bool) -> int:
+    """``check 05 --path COPY``: the copy's lesson files checked with the installed course's tests.
+
+    The check's text and exit status are the inner ``check``'s; its record (``--json``) names the
+    copy and carries the flags; the flags' lines go to stderr before it.
+    """
+    try:
+        sandbox = choose(sandbox_name)
+    except SandboxError as error:
+        print(error, file=sys.stderr)
+        return EXIT_USAGE
+    with instructor_copy() as instructor:
+        ran = run_copy(copy, instructor, sandbox, command=lambda tree: assembled_check(tree, flags))
+    if not sandbox.sandboxed:
+        print(not_sandboxed_line(sandbox), file=sys.stderr)
+    for note in ran.assembled.notes:
+        print(note, file=sys.stderr)
+    if ran.status is None:
+        print(f"check 05：超过 {DEFAULT_TIMEOUT:g} 秒没有结束，已停止。", file=sys.stderr)
+        return EXIT_FAILED
+    out = ran.out
+    record = parse_record(out) if as_json else None
+    if record is not None:
+        record.update({"name": copy.name, "path": str(copy), "flags": list(ran.flags)})
+        out = record_line(record) + "\n"
+    sys.stderr.write(ran.err)
+    sys.stdout.write(out)
+    return ran.status

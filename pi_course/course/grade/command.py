@@ -17,18 +17,17 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import FrameType
 
+from ..copyrun import DEFAULT_TIMEOUT
+from ..exits import EXIT_DONE, EXIT_INTERRUPTED, EXIT_USAGE
 from ..record import as_record
+from ..sandbox import SandboxError, choose, not_sandboxed_line
 from .discovery import GradeError, discover
 from .gradebook import GradebookError, Points, Student, parse_points, read_roster, to_csv
 from .page import to_html
 from .records import Graded
 from .report import _printable, _seconds, table
-from .runner import DEFAULT_TIMEOUT, grade
-from .sandbox import SandboxError, choose, not_sandboxed_line
+from .runner import grade
 from .similarity import near_identical
-
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
 
 
 @contextlib.contextmanager
@@ -81,7 +80,7 @@ def _with_output(results: Sequence[Graded]) -> str:
 
 
 def _starter_code() -> str:
-    from .assemble import instructor_copy
+    from ..assemble import instructor_copy
     from .similarity import lesson_code
 
     with instructor_copy() as instructor:
@@ -197,4 +196,4 @@ def _write(
             print(f"grade 05：无法写入 {name}：{error.strerror or error}", file=sys.stderr)
             return EXIT_USAGE
         print(f"已写入 {name}", file=sys.stderr)
-    return 0
+    return EXIT_DONE
