@@ -1,10 +1,12 @@
 """Which ``pi_course`` a notebook's kernel imports: the one beside its ``notebooks/`` folder.
 
 A top-level module of the installed distribution, so that a notebook's first cell can import it
-before any ``pi_course`` is chosen. In a browser tab (the browser edition) it also reads that
-``pi_course`` through a :class:`CopyFinder`: there a practice copy lives in the browser's storage,
-where each stat or open of a file is a request to the page (3-20 ms), and the import system's own
-finder would list each folder and ask about each file, its bytecode and its time.
+before any ``pi_course`` is chosen. It is also the browser edition's wing: :func:`in_a_tab` is the
+one place that says whether this is a browser tab, and there a :class:`CopyFinder` is the one
+mechanism that decides where a copy's modules load from: its lesson modules from the copy, read
+once each, its tooling subpackages from the installed wheel. A practice copy lives in the
+browser's storage, where each stat or open of a file is a request to the page (3-20 ms), and the
+import system's own finder would list each folder and ask about each file, its bytecode and its time.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import importlib.util
 import os
 import sys
 import sysconfig
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from types import ModuleType
 
@@ -36,9 +38,14 @@ def use_beside_notebooks(notebooks: Path | None = None) -> None:
     storage_last()
 
 
+def in_a_tab() -> bool:
+    """True in a browser tab (JupyterLite's Pyodide kernel): no subprocess, no socket, files in the page."""
+    return sys.platform == "emscripten"
+
+
 def wheel_site() -> Path | None:
-    """In a browser tab (Pyodide), the site-packages the wheel is installed in; elsewhere None."""
-    if sys.platform != "emscripten":
+    """In a browser tab, the site-packages the wheel is installed in; elsewhere None."""
+    if not in_a_tab():
         return None
     return Path("/" + sysconfig.get_paths()["purelib"].lstrip("/"))  # Pyodide's prefix "/": "//lib/…"
 
@@ -136,3 +143,30 @@ def storage_last(storage: Path = BROWSER_STORAGE) -> None:
 def in_storage(entry: str, storage: Path = BROWSER_STORAGE) -> bool:
     """A ``sys.path`` entry in the browser's storage (``""`` and relative ones: the working folder's)."""
     return Path(os.path.abspath(entry)).is_relative_to(storage)
+
+
+def left_to_the_wheel(directory: str, names: list[str]) -> set[str]:
+    """Of ``names`` in ``directory``, what a copy of a ``pi_course`` need not hold in a browser tab:
+    the tooling subpackages, which its :class:`CopyFinder` loads from the installed wheel."""
+    site = wheel_site()
+    folder = Path(directory)
+    if site is None or folder.name != "pi_course":
+        return set()
+    return {name for name in names if installed_subpackage(f"pi_course.{name}", site) is not None}
+
+
+def copy_without_the_wheel(source: Path, target: Path, leave: Collection[str] = ()) -> None:
+    """``source`` (a copy, or its ``pi_course``) into ``target`` but ``leave`` (names in ``source``),
+    each file read once, with no bytecode and nothing :func:`left_to_the_wheel` names: unlike
+    ``shutil.copytree``, no stat of each file to compare it or copy its times (in a tab, each is a
+    request to the page). What imports the copy puts its :class:`CopyFinder` first."""
+    target.mkdir(parents=True)
+    entries = list(os.scandir(source))
+    left = {*leave, *left_to_the_wheel(str(source), [entry.name for entry in entries])}
+    for entry in entries:
+        if entry.name in left or entry.name == "__pycache__" or entry.name.endswith(".pyc"):
+            continue
+        if entry.is_dir():
+            copy_without_the_wheel(Path(entry.path), target / entry.name)
+        else:
+            (target / entry.name).write_bytes(Path(entry.path).read_bytes())

@@ -8,9 +8,9 @@ steps and fixtures, defined once), ``provider`` (the embedded OpenAI-compatible 
 ``connect()``), ``course`` (practice copies, ``check``, the CLI) and ``notebook`` (widgets and
 display helpers). The names in ``__all__`` are importable
 from here; each loads its module on first use, so ``python -m pi_course`` runs (and says in one
-line what is wrong) even when a lesson module does not import. Only ``chapter`` is imported at
-once (it imports no lesson module): in a browser tab it puts a copy's finder first, so even the
-copy's first lesson modules are read with one request each.
+line what is wrong) even when a lesson module does not import. In a browser tab this package's
+finder goes first before anything else is imported (``pi_course_here.CopyFinder``): each lesson
+module is read with one request, and the tooling subpackages come from the installed wheel.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import importlib
 from typing import TYPE_CHECKING
 
 try:
-    from . import chapter as _chapter  # noqa: F401  (see above)
+    from pi_course_here import copy_finder_first as _copy_finder_first
 except ModuleNotFoundError as _missing:
     if _missing.name != "pi_course_here":
         raise
@@ -84,6 +84,8 @@ if TYPE_CHECKING:
     )
     from .sse import ProviderError, ProviderRefusal, SSEDecoder, SSEError, SSEEvent, iter_sse_events
     from .transport import OpenAICompatibleTransport, ProviderTransportError
+
+_copy_finder_first(__path__)  # in a browser tab (see above); elsewhere nothing
 
 EDITION = "reference"  # `python -m pi_course practice` writes "practice" in its copies
 

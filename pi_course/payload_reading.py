@@ -16,8 +16,9 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import sys
 from collections.abc import AsyncIterable, AsyncIterator, Callable
+
+from pi_course_here import in_a_tab
 
 from .seam import MAX_SAFE_INTEGER, InvalidProviderChunk, UsageSent
 from .stream_rules import SSEEvent
@@ -73,7 +74,7 @@ def provider_error_message(error: object) -> str:
 # A compiled JSON parser (pydantic's; openai-python uses it too). Not looked for in the browser
 # edition, whose site leaves it out (the dependency's marker in pyproject.toml).
 from_json: Callable[..., object] | None = None
-if sys.platform != "emscripten":
+if not in_a_tab():
     with contextlib.suppress(ImportError):
         from jiter import from_json
 

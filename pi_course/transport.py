@@ -1,4 +1,4 @@
-"""Practice 5.4 — the HTTP transport: one POST, an SSE response, abort and key redaction.
+"""Practice 5.3 and 5.4 — the HTTP transport: one POST, an SSE response, abort and key redaction.
 
 The API key goes only into the ``Authorization`` header; every error leaving ``stream()`` has it
 replaced by ``[redacted]``.

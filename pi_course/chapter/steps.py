@@ -57,4 +57,4 @@ def step(number: str) -> Step:
     for candidate in STEPS:
         if candidate.number == number:
             return candidate
-    raise KeyError(number)
+    raise KeyError(f"unknown step {number!r}; choose one of {', '.join(STEP_NUMBERS)}")

@@ -12,26 +12,29 @@ cells) runs the focused tests alone unless ``beyond=True``.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, NotRequired, TextIO, TypedDict
+from typing import TextIO
 
 from ..chapter.rules import RULES
 from ..chapter.steps import BEYOND_TEST, CHAPTER_TOTAL, FOCUSED_TEST, STEP_NUMBERS, STEPS, Step
 from ..chapter.steps import step as step_named
 from .advice import first_thing_to_fix, next_step_lines
+from .assemble import instructor_copy
 from .checkpoint import tested_tree
+from .copyrun import DEFAULT_TIMEOUT, assembled_check, run_copy
+from .exits import EXIT_DONE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE
 from .locate import check_target, course_root, is_practice_copy, practice_path_problem
+from .record import CopyRecord, Status, nothing_ran, parse_record, record_line
 from .report import Report
 from .rulestate import count_line, rule_name, rule_results, rules_ok, table_lines
+from .sandbox import SandboxError, choose, not_sandboxed_line
 from .testrun import run_tests
 
 __all__ = [
-    "CheckRecord",
     "Verdict",
     "check",
     "check_command",
@@ -39,44 +42,10 @@ __all__ = [
     "course_root",
     "record_of",
     "report_lines",
-    "steps_for",
     "verdict_of",
 ]
 
 CHAPTER = "第 05 章"
-EXIT_FAILED = 1
-EXIT_USAGE = 2  # nothing was checked: not a copy, or a bad flag
-EXIT_INTERRUPTED = 130
-
-Status = Literal["done", "incomplete", "import-error", "timeout", "not-a-copy"]
-
-
-class CheckRecord(TypedDict):
-    """One copy's result, as ``check 05 --json`` prints it and ``grade`` collects it."""
-
-    name: str
-    path: str
-    status: Status
-    focused: dict[str, list[int]]  # {"5.1": [passed, total], …}
-    focused_passed: int
-    focused_total: int
-    beyond_passed: int
-    beyond_total: int
-    first_failure: str | None
-    seconds: float
-    rules_kept: NotRequired[int]  # the chapter's rules (chapter/rules.py) this copy keeps
-    rules_total: NotRequired[int]
-    tests: NotRequired[dict[str, bool]]  # each focused test and beyond check that ran or failed: passed
-    compared: NotRequired[dict[str, int]]  # {"5.1": n, …}: inputs compared with the reference, per step
-
-
-def steps_for(number: str | None) -> tuple[Step, ...]:
-    if number is None:
-        return STEPS
-    for step in STEPS:
-        if step.number == number:
-            return (step,)
-    raise ValueError(f"unknown step {number!r}; choose one of {', '.join(s.number for s in STEPS)}")
 
 
 @dataclass(frozen=True)
@@ -216,12 +185,13 @@ def check(
     """
     root, first_line = tested_tree(path)
     print(first_line)
-    steps = steps_for(step)
-    beyond = beyond and step is None
+    asked = None if step is None else step_named(step)
+    steps = STEPS if asked is None else (asked,)
+    beyond = beyond and asked is None
     before = tuple(earlier for earlier in STEPS if step is not None and earlier.number < step)
     report = run_tests((*before, *steps), root, beyond=beyond, verbose=verbose)
     blocking = next((earlier for earlier in before if not report.step_done(earlier)), None)
-    if report.red_light is not None or blocking is None:
+    if report.red_light is not None or blocking is None or asked is None:
         return print_report(report, steps, beyond=beyond, verbose=verbose, compact=True).done
     # 5.3 on a copy where 5.2 is still a stub fails for 5.2's reason: say that, with 5.2's hints,
     # then this step's own count (its failures likely follow from the earlier step's).
@@ -229,7 +199,6 @@ def check(
     lines = next_step_lines(report, (*before, *steps))
     if lines:
         print("\n".join(line for line in lines if not line.startswith("  之后还未通过")))
-    [asked] = steps
     print(report.line(asked))
     first = f"实践 {blocking.number}（{blocking.label}）"
     if report.step_done(asked):
@@ -242,7 +211,7 @@ def check(
 # --- the record -----------------------------------------------------------------------------------
 
 
-def record_of(report: Report, root: Path, seconds: float) -> CheckRecord:
+def record_of(report: Report, root: Path, seconds: float) -> CopyRecord:
     """The record of one whole-chapter run (focused and beyond): the same facts the text shows."""
     verdict = verdict_of(report, STEPS)
     status: Status
@@ -252,7 +221,7 @@ def record_of(report: Report, root: Path, seconds: float) -> CheckRecord:
         status = "import-error"
     else:
         status = "done" if verdict.done else "incomplete"
-    return CheckRecord(
+    return CopyRecord(
         name=root.name,
         path=str(root),
         status=status,
@@ -265,8 +234,8 @@ def record_of(report: Report, root: Path, seconds: float) -> CheckRecord:
         seconds=round(seconds, 2),
         rules_kept=sum(result.state == "kept" for result in rule_results(report) or ()),
         rules_total=len(RULES),
-        tests=_test_outcomes(report),
         compared={number: report.compared[number] for number in STEP_NUMBERS if number in report.compared},
+        tests=_test_outcomes(report),
     )
 
 
@@ -284,30 +253,12 @@ def _test_outcomes(report: Report) -> dict[str, bool]:
     return outcomes
 
 
-def not_a_copy_record(path: str | Path, why: str) -> CheckRecord:
-    """The record for a path that holds no practice copy: nothing ran."""
-    folder = Path(path).expanduser().absolute()
-    return CheckRecord(
-        name=folder.name,
-        path=str(folder),
-        status="not-a-copy",
-        focused={step.number: [0, step.expected] for step in STEPS},
-        focused_passed=0,
-        focused_total=CHAPTER_TOTAL,
-        beyond_passed=0,
-        beyond_total=0,
-        first_failure=why,
-        seconds=0.0,
-        rules_kept=0,
-        rules_total=len(RULES),
-    )
-
-
-def check_record(path: str | Path) -> CheckRecord:
+def check_record(path: str | Path) -> CopyRecord:
     """Check the practice copy at (or around) ``path``, print nothing, return its record."""
     problem = practice_path_problem(str(path))
     if problem is not None:
-        return not_a_copy_record(path, problem)
+        folder = Path(path).expanduser().absolute()
+        return nothing_ran(folder.name, folder, "not-a-copy", problem)
     root, _ = check_target(str(path), Path.cwd(), course_root())
     assert root is not None  # practice_path_problem found the tree
     started = time.monotonic()
@@ -344,29 +295,23 @@ def check_command(
     text a learner reads goes to stderr, so ``grade`` gets both from one run.
 
     ``--path`` to a practice copy checks its lesson files with this installation's tests, in the
-    sandbox ``grade`` uses (:func:`.grade.runner.check_path`); ``assembled`` is that sandbox's own
-    call, on the tree it built.
+    sandbox ``grade`` uses (:func:`.copyrun.run_copy`); ``assembled`` is that sandbox's own call,
+    on the tree it built.
     """
     root, line = check_target(path, _cwd(), course_root(), reference=reference)
     if line is not None and not assembled:
         print(line, file=sys.stderr)
     if root is None:
         if as_json:
-            print(json.dumps(not_a_copy_record(path or _cwd(), line or ""), ensure_ascii=False))
+            folder = Path(path or _cwd()).expanduser().absolute()
+            print(record_line(nothing_ran(folder.name, folder, "not-a-copy", line or "")))
         return EXIT_USAGE
     if path is not None and not assembled and is_practice_copy(root) and root != course_root():
-        from .grade.runner import check_path
-        from .grade.sandbox import SandboxError
-
         flags = [*(["--step", step] if step else []), *(["--json"] if as_json else [])]
         flags += [*(["--course-only"] if course_only else []), *(["-v"] if verbose else [])]
         flags += ["--rules"] if rules else []
-        try:
-            return check_path(root, flags, sandbox_name=sandbox, as_json=as_json)
-        except SandboxError as error:
-            print(error, file=sys.stderr)
-            return EXIT_USAGE
-    steps = steps_for(step)
+        return _from_outside(root, flags, sandbox, as_json=as_json)
+    steps = STEPS if step is None else (step_named(step),)
     beyond = step is None and not course_only
     started = time.monotonic()
     try:
@@ -378,5 +323,35 @@ def check_command(
     text = sys.stderr if as_json else sys.stdout  # with --json, stdout carries the record alone
     verdict = print_report(report, steps, beyond=beyond, verbose=verbose, file=text, rules=rules)
     if as_json:
-        print(json.dumps(record_of(report, root, seconds), ensure_ascii=False))
-    return 0 if verdict.done else EXIT_FAILED
+        print(record_line(record_of(report, root, seconds)))
+    return EXIT_DONE if verdict.done else EXIT_FAILED
+
+
+def _from_outside(copy: Path, flags: list[str], sandbox_name: str, *, as_json: bool) -> int:
+    """``check 05 --path COPY``: the copy's lesson files checked with the installed course's tests.
+
+    The check's text and exit status are the inner ``check``'s; its record (``--json``) names the
+    copy and carries the flags; the flags' lines go to stderr before it.
+    """
+    try:
+        sandbox = choose(sandbox_name)
+    except SandboxError as error:
+        print(error, file=sys.stderr)
+        return EXIT_USAGE
+    with instructor_copy() as instructor:
+        ran = run_copy(copy, instructor, sandbox, command=lambda tree: assembled_check(tree, flags))
+    if not sandbox.sandboxed:
+        print(not_sandboxed_line(sandbox), file=sys.stderr)
+    for note in ran.assembled.notes:
+        print(note, file=sys.stderr)
+    if ran.status is None:
+        print(f"check 05：超过 {DEFAULT_TIMEOUT:g} 秒没有结束，已停止。", file=sys.stderr)
+        return EXIT_FAILED
+    out = ran.out
+    record = parse_record(out) if as_json else None
+    if record is not None:
+        record.update({"name": copy.name, "path": str(copy), "flags": list(ran.flags)})
+        out = record_line(record) + "\n"
+    sys.stderr.write(ran.err)
+    sys.stdout.write(out)
+    return ran.status

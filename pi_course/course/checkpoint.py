@@ -15,10 +15,9 @@ from pathlib import Path
 
 from ..chapter.steps import FOCUSED_TEST, STEPS, Step
 from .diffs import DIFF_FILES, target_diff
+from .exits import EXIT_DONE, EXIT_FAILED, EXIT_USAGE
 from .locate import course_root, find_course_tree, is_practice_copy
 from .starters import TARGET_FOLDER, PracticeError, lab_regions, reference_sources
-
-EXIT_USAGE = 2
 
 _NAME = re.compile(r"\b[A-Za-z_]\w*\b")
 
@@ -123,7 +122,7 @@ def checkpoint_command(diff: bool = False, mine: bool = False) -> int:
                   file=sys.stderr)  # fmt: skip
             return EXIT_USAGE
         print(summary(), end="")
-        return 0
+        return EXIT_DONE
     # --mine from a copy's notebooks/ runs the reference's CLI: diff the copy's files, not its own.
     copy = find_course_tree(Path.cwd()) if mine else None
     try:
@@ -133,16 +132,16 @@ def checkpoint_command(diff: bool = False, mine: bool = False) -> int:
             text = target_diff(mine=mine)
     except PracticeError as error:
         print(str(error), file=sys.stderr)
-        return 1
+        return EXIT_FAILED
     if mine and not text:
         print("你的教学文件与 target 相同（mine → target 没有差别）。")
-        return 0
+        return EXIT_DONE
     try:
         sys.stdout.write(text)
         sys.stdout.flush()
     except BrokenPipeError:  # `checkpoint 05 --diff | head`: the reader left; so do we, quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    return 0
+    return EXIT_DONE
 
 
 # --- check() from a notebook ----------------------------------------------------------------------

@@ -1,4 +1,8 @@
-"""``python -m pi_course``: serve the local provider, chat with a model, practise and check."""
+"""``python -m pi_course``: serve the local provider, chat with a model, practise and check.
+
+Each command is a pair side by side: ``_NAME_command(commands)`` adds its parser and names
+``_run_NAME(args)``, which runs it and returns the exit status (:mod:`.exits`).
+"""
 
 from __future__ import annotations
 
@@ -11,15 +15,12 @@ import re
 import socket
 import sys
 from collections.abc import Callable, Sequence
-from typing import NoReturn
+from typing import NoReturn, TypeAlias
 
 from ..chapter.steps import STEP_NUMBERS
 from ..provider import DEFAULT_PORT
+from .exits import EXIT_DONE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE
 from .import_failure import lesson_imported
-
-EXIT_FAILED = 1  # the command ran and its answer is no (or its reader went away)
-EXIT_USAGE = 2  # a bad argument, path or variable: nothing was run
-EXIT_INTERRUPTED = 130
 
 
 class _Parser(argparse.ArgumentParser):
@@ -27,6 +28,9 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_USAGE, f"{self.prog}: 错误：{message}（用 {self.prog} --help 查看用法）\n")
+
+
+_Commands: TypeAlias = "argparse._SubParsersAction[_Parser]"  # what add_parser is called on
 
 
 def _port(value: str) -> int:
@@ -123,6 +127,33 @@ def _print_reader_log() -> None:
     reader_log.setLevel(logging.INFO)
 
 
+# --- chat -------------------------------------------------------------------------------------------
+
+
+def _chat_command(commands: _Commands) -> None:
+    chat = commands.add_parser(
+        "chat",
+        help="stream one model turn and print every event",
+        description="Stream one model turn and print every event. Uses PI_COURSE_BASE_URL, "
+        "PI_COURSE_MODEL and PI_COURSE_API_KEY when PI_COURSE_BASE_URL is set, else the local provider.",
+    )
+    chat.add_argument("prompt", nargs="+", help="the prompt; several words are one prompt (读取 README.md)")
+    chat.add_argument("--model", help=_model_help())
+    chat.set_defaults(run=_run_chat)
+
+
+def _run_chat(args: argparse.Namespace) -> int:
+    broken = lesson_imported()  # chat runs the lesson in this process
+    if broken is not None:
+        _say(broken)
+        return EXIT_FAILED
+    try:
+        return asyncio.run(_chat(" ".join(args.prompt), args.model))
+    except KeyboardInterrupt:
+        _say("chat 已中断（Ctrl-C）。")
+        return EXIT_INTERRUPTED
+
+
 async def _chat(prompt: str, model_name: str | None) -> int:
     try:
         from ..chapter.fixtures import READ_TOOL
@@ -175,6 +206,32 @@ async def _chat(prompt: str, model_name: str | None) -> int:
     return 0
 
 
+# --- serve ------------------------------------------------------------------------------------------
+
+
+def _serve_command(commands: _Commands) -> None:
+    serve = commands.add_parser("serve", help="run the scripted OpenAI-compatible provider")
+    serve.add_argument("--host", default="127.0.0.1", help="interface (default: loopback only)")
+    serve.add_argument("--port", type=_port, default=DEFAULT_PORT, help=f"1-65535 (default: {DEFAULT_PORT})")
+    serve.add_argument(
+        "--api-key",
+        metavar="KEY",
+        help="answer 401 invalid_api_key to any other Bearer key (default: none checked)",
+    )
+    serve.set_defaults(run=_run_serve)
+
+
+def _run_serve(args: argparse.Namespace) -> int:
+    broken = lesson_imported()  # serve runs the lesson in this process
+    if broken is not None:
+        _say(broken)
+        return EXIT_FAILED
+    try:
+        return _serve(args.host, args.port, args.api_key)
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+
+
 def _serve(host: str, port: int, api_key: str | None = None) -> int:
     try:
         from ..provider.server import serve as run_server
@@ -195,6 +252,41 @@ def _serve(host: str, port: int, api_key: str | None = None) -> int:
     return 0
 
 
+# --- practice ---------------------------------------------------------------------------------------
+
+
+def _practice_command(commands: _Commands) -> None:
+    practice = commands.add_parser("practice", help="create a practice copy at the chapter's start")
+    practice.add_argument("chapter", choices=["05"])
+    practice.add_argument("directory", help="a new or empty folder")
+    practice.add_argument(
+        "--points",
+        metavar="SPEC",
+        help="the Classroom workflow's points per test: 5.1=1,5.2=3,... (as grade's)",
+    )
+    practice.set_defaults(run=_run_practice)
+
+
+def _run_practice(args: argparse.Namespace) -> int:
+    from .points import GradebookError, parse_points
+    from .practice import create_practice, next_steps
+    from .starters import PracticeError
+
+    try:
+        target = create_practice(args.directory, parse_points(args.points) if args.points else None)
+    except (PracticeError, GradebookError) as error:
+        _say(str(error))
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        _say("practice 已中断（Ctrl-C），没有留下半成品目录。")
+        return EXIT_INTERRUPTED
+    print(next_steps(target))
+    return EXIT_DONE
+
+
+# --- check -------------------------------------------------------------------------------------------
+
+
 class _Once(argparse.Action):
     """An option that may be given once: ``check --path a --path b`` is an error, not the last one."""
 
@@ -213,50 +305,7 @@ class _Once(argparse.Action):
         setattr(namespace, self.dest, values)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command; output into a pipe that closed early (``check 05 --rules | head``) is no error."""
-    try:
-        return _main(argv)
-    except BrokenPipeError:
-        # The reader is gone: say nothing more, and let the interpreter's final flush find /dev/null.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        with contextlib.suppress(OSError, ValueError):  # a stdout with no file descriptor
-            os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-        return EXIT_FAILED
-
-
-def _main(argv: Sequence[str] | None = None) -> int:
-    parser = _Parser(prog="python -m pi_course", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True)
-
-    serve = commands.add_parser("serve", help="run the scripted OpenAI-compatible provider")
-    serve.add_argument("--host", default="127.0.0.1", help="interface (default: loopback only)")
-    serve.add_argument("--port", type=_port, default=DEFAULT_PORT, help=f"1-65535 (default: {DEFAULT_PORT})")
-    serve.add_argument(
-        "--api-key",
-        metavar="KEY",
-        help="answer 401 invalid_api_key to any other Bearer key (default: none checked)",
-    )
-
-    chat = commands.add_parser(
-        "chat",
-        help="stream one model turn and print every event",
-        description="Stream one model turn and print every event. Uses PI_COURSE_BASE_URL, "
-        "PI_COURSE_MODEL and PI_COURSE_API_KEY when PI_COURSE_BASE_URL is set, else the local provider.",
-    )
-    chat.add_argument("prompt", nargs="+", help="the prompt; several words are one prompt (读取 README.md)")
-    chat.add_argument("--model", help=_model_help())
-
-    practice = commands.add_parser("practice", help="create a practice copy at the chapter's start")
-    practice.add_argument("chapter", choices=["05"])
-    practice.add_argument("directory", help="a new or empty folder")
-    practice.add_argument(
-        "--points",
-        metavar="SPEC",
-        help="the Classroom workflow's points per test: 5.1=1,5.2=3,... (as grade's)",
-    )
-
+def _check_command(commands: _Commands) -> None:
     check = commands.add_parser(
         "check",
         help="run the focused tests and the checks beyond the chapter; the last line is the verdict",
@@ -289,13 +338,55 @@ def _main(argv: Sequence[str] | None = None) -> int:
         help="with --path: where the copy's code runs (default auto: bubblewrap where installed)",
     )  # fmt: skip
     check.add_argument("--assembled", action="store_true", help=argparse.SUPPRESS)  # grade's own call
+    check.set_defaults(run=_run_check, validate=_check_options)
 
+
+def _check_options(args: argparse.Namespace, check: argparse.ArgumentParser) -> None:
+    """Options that do not go together: a one-line usage error."""
+    if args.json and (args.step or args.course_only or args.verbose):
+        check.error("--json 给出整章的记录：不能和 --step、--course-only 或 -v 一起用")
+    if args.rules and (args.step or args.course_only):
+        check.error("--rules 检查整章的规则：不能和 --step 或 --course-only 一起用")
+
+
+def _run_check(args: argparse.Namespace) -> int:
+    from .check import check_command
+
+    return check_command(
+        args.step,
+        args.path,
+        reference=args.reference,
+        as_json=args.json,
+        course_only=args.course_only,
+        verbose=args.verbose,
+        rules=args.rules,
+        sandbox=args.sandbox,
+        assembled=args.assembled,
+    )
+
+
+# --- checkpoint --------------------------------------------------------------------------------------
+
+
+def _checkpoint_command(commands: _Commands) -> None:
     checkpoint = commands.add_parser("checkpoint", help="where chapter 05 starts and ends")
     checkpoint.add_argument("chapter", choices=["05"])
     checkpoint.add_argument("--diff", action="store_true", help="print the target diff: starter → target")
     checkpoint.add_argument("--mine", action="store_true", help="with --diff: from your files to the target")
+    checkpoint.set_defaults(run=_run_checkpoint)
 
-    from .grade import DEFAULT_TIMEOUT as GRADE_TIMEOUT  # the grade command's own default, read here
+
+def _run_checkpoint(args: argparse.Namespace) -> int:
+    from .checkpoint import checkpoint_command
+
+    return checkpoint_command(args.diff, args.mine)
+
+
+# --- grade -------------------------------------------------------------------------------------------
+
+
+def _grade_command(commands: _Commands) -> None:
+    from .copyrun import DEFAULT_TIMEOUT  # the grade command's own default, read here
 
     grade = commands.add_parser(
         "grade",
@@ -317,9 +408,9 @@ def _main(argv: Sequence[str] | None = None) -> int:
     grade.add_argument(
         "--timeout",
         type=_positive(float),
-        default=GRADE_TIMEOUT,
+        default=DEFAULT_TIMEOUT,
         metavar="S",
-        help=f"seconds per copy (default: {GRADE_TIMEOUT:g})",
+        help=f"seconds per copy (default: {DEFAULT_TIMEOUT:g})",
     )
     grade.add_argument(
         "--sandbox", choices=("auto", "bwrap", "none"), default="auto",
@@ -334,79 +425,64 @@ def _main(argv: Sequence[str] | None = None) -> int:
     grade.add_argument(
         "--roster", metavar="CSV", help="folder or GitHub user name → student id and name (student_id, name)"
     )
+    grade.set_defaults(run=_run_grade)
+
+
+def _run_grade(args: argparse.Namespace) -> int:
+    from .grade.command import run as run_grade
 
     try:
+        return run_grade(
+            args.paths, json_file=args.json_file, csv_file=args.csv_file, html_file=args.html_file,
+            jobs=args.jobs, timeout=args.timeout, sandbox=args.sandbox, points=args.points,
+            roster=args.roster,
+        )  # fmt: skip
+    except KeyboardInterrupt:
+        _say("grade 已中断（Ctrl-C），没有留下检查进程。")
+        return EXIT_INTERRUPTED
+
+
+# --- the commands together ---------------------------------------------------------------------------
+
+COMMANDS = (
+    _serve_command,
+    _chat_command,
+    _practice_command,
+    _check_command,
+    _checkpoint_command,
+    _grade_command,
+)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; output into a pipe that closed early (``check 05 --rules | head``) is no error."""
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        # The reader is gone: say nothing more, and let the interpreter's final flush find /dev/null.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        with contextlib.suppress(OSError, ValueError):  # a stdout with no file descriptor
+            os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return EXIT_FAILED
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
+    parser = _Parser(prog="python -m pi_course", description=(__doc__ or "").partition("\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    for add in COMMANDS:
+        add(commands)
+    try:
         args, extra = parser.parse_known_args(argv)
+        command = commands.choices[args.command]
         if extra:  # named by the subcommand that did not take them, with its own --help
-            commands.choices[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
-        if args.command == "check" and args.json and (args.step or args.course_only or args.verbose):
-            check.error("--json 给出整章的记录：不能和 --step、--course-only 或 -v 一起用")
-        if args.command == "check" and args.rules and (args.step or args.course_only):
-            check.error("--rules 检查整章的规则：不能和 --step 或 --course-only 一起用")
+            command.error(f"unrecognized arguments: {' '.join(extra)}")
+        if hasattr(args, "validate"):
+            args.validate(args, command)
     except SystemExit as stop:  # --help, or a one-line usage error already printed
         return stop.code if isinstance(stop.code, int) else EXIT_USAGE
-    if args.command in ("chat", "serve"):  # the only commands that run the lesson in this process
-        broken = lesson_imported()
-        if broken is not None:
-            _say(broken)
-            return 1
-    if args.command == "serve":
-        try:
-            return _serve(args.host, args.port, args.api_key)
-        except KeyboardInterrupt:
-            return EXIT_INTERRUPTED
-    if args.command == "chat":
-        try:
-            return asyncio.run(_chat(" ".join(args.prompt), args.model))
-        except KeyboardInterrupt:
-            _say("chat 已中断（Ctrl-C）。")
-            return EXIT_INTERRUPTED
-    if args.command == "practice":
-        from .points import GradebookError, parse_points
-        from .practice import create_practice, next_steps
-        from .starters import PracticeError
-
-        try:
-            target = create_practice(args.directory, parse_points(args.points) if args.points else None)
-        except (PracticeError, GradebookError) as error:
-            _say(str(error))
-            return EXIT_USAGE
-        except KeyboardInterrupt:
-            _say("practice 已中断（Ctrl-C），没有留下半成品目录。")
-            return EXIT_INTERRUPTED
-        print(next_steps(target))
-        return 0
-    if args.command == "check":
-        from .check import check_command
-
-        return check_command(
-            args.step,
-            args.path,
-            reference=args.reference,
-            as_json=args.json,
-            course_only=args.course_only,
-            verbose=args.verbose,
-            rules=args.rules,
-            sandbox=args.sandbox,
-            assembled=args.assembled,
-        )
-    if args.command == "checkpoint":
-        from .checkpoint import checkpoint_command
-
-        return checkpoint_command(args.diff, args.mine)
-    if args.command == "grade":
-        from .grade.command import run as run_grade
-
-        try:
-            return run_grade(
-                args.paths, json_file=args.json_file, csv_file=args.csv_file, html_file=args.html_file,
-                jobs=args.jobs, timeout=args.timeout, sandbox=args.sandbox, points=args.points,
-                roster=args.roster,
-            )  # fmt: skip
-        except KeyboardInterrupt:
-            _say("grade 已中断（Ctrl-C），没有留下检查进程。")
-            return EXIT_INTERRUPTED
-    parser.error(f"unknown command {args.command}")
+    run: Callable[[argparse.Namespace], int] = args.run
+    return run(args)
 
 
 if __name__ == "__main__":

@@ -14,14 +14,16 @@ import traceback
 from pathlib import Path
 from types import FrameType
 
+from pi_course_here import in_a_tab
+
 from .plugin_path.pi_course_check.alarm import alarm
 
 # The pi_course package this module was imported as part of: a copy's own folder, even when this
-# module itself comes from the installed wheel (the browser edition, chapter/installed.py).
+# module itself comes from the installed wheel (the browser edition, pi_course_here.CopyFinder).
 PACKAGE = Path(sys.modules[__name__.partition(".")[0]].__file__ or "").resolve().parent
 # How a verdict names the check: the terminal command, or in the browser edition (Pyodide, no
 # terminal) the notebook call. One place, so every line a learner reads names what they can run.
-IN_BROWSER = sys.platform == "emscripten"
+IN_BROWSER = in_a_tab()
 CHECK_COMMAND = "check()" if IN_BROWSER else "python -m pi_course check 05"
 CHECK_VERBOSE = "check(verbose=True)" if IN_BROWSER else f"{CHECK_COMMAND} -v"
 IMPORT_BOUND = 20.0  # seconds for the command line to import pi_course; it needs about one

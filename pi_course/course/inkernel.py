@@ -1,6 +1,6 @@
 """Run ``check``'s pytest and probe inside this interpreter: the browser edition (no subprocess).
 
-In a browser (Pyodide, ``sys.platform == "emscripten"``) there is no subprocess to run pytest in,
+In a browser tab (``pi_course_here.in_a_tab()``) there is no subprocess to run pytest in,
 so ``check`` runs it here, in the kernel, with the same arguments and the same junit report, read
 by the same code as the subprocess runner. What a subprocess gives for free is done by hand:
 
@@ -32,9 +32,7 @@ from collections.abc import Coroutine, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pi_course_here import BROWSER_STORAGE, copy_finder_first, in_storage
-
-from ..chapter.installed import copy_without_the_wheel
+from pi_course_here import BROWSER_STORAGE, copy_finder_first, copy_without_the_wheel, in_a_tab, in_storage
 
 # Modules a run must import afresh from the tree under test (and drop again afterwards).
 SET_ASIDE = (
@@ -49,8 +47,8 @@ BROWSER_PYCACHE = "/tmp/pi-course-pycache"  # in memory (Pyodide's /tmp); never 
 
 
 def in_browser() -> bool:
-    """True in Pyodide (JupyterLite): no subprocesses, so ``check`` runs pytest here."""
-    return sys.platform == "emscripten"
+    """In a browser tab (:func:`pi_course_here.in_a_tab`): no subprocesses, so ``check`` runs pytest here."""
+    return in_a_tab()
 
 
 def _ours(name: str) -> bool:
@@ -105,7 +103,7 @@ def read_into_memory(root: Path) -> Iterator[Path]:
         return
     with tempfile.TemporaryDirectory(prefix="pi-course-check-") as scratch:
         tree = Path(scratch) / root.name
-        copy_without_the_wheel(root, tree, leave=("notebooks",), loaders=False)  # tree_first's finder
+        copy_without_the_wheel(root, tree, leave=("notebooks",))  # tree_first puts its finder first
         yield tree
 
 

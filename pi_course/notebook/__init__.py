@@ -1,5 +1,1 @@
 """Notebook helpers: steppers (ipywidgets) and plain-text rendering of events."""
-
-from ..chapter.installed import tooling_path
-
-__path__ = tooling_path(__path__, __name__)  # in a browser tab: the installed wheel's

@@ -29,7 +29,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..chapter.installed import copy_without_the_wheel
+from pi_course_here import copy_without_the_wheel
+
 from ..chapter.steps import FOCUSED_TEST
 from .partial_model import provider_index_slots
 

@@ -6,7 +6,8 @@ module it reads the source once (for its "deduper"); in a tab each ask is a requ
 Storage - <baseUrl>``, store ``files``, keyed by path, with its ``last_modified``); a file never
 saved is the site's own and keeps its time. So one read of that store (about 3 ms) gives every
 lesson file's time, and the copy's finder already holds the source each module was compiled from.
-When the store cannot be read, autoreload asks as before.
+Both lean on what IPython and JupyterLite do not promise (the reloader's methods, the store's
+layout): when either fails, autoreload asks as before, and says so once on stderr, with the error.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from pi_course_here import BROWSER_STORAGE, compiled_source, wheel_site
+from pi_course_here import BROWSER_STORAGE, compiled_source, in_a_tab
 
 Times = tuple[str | None, float | None]
 # The saved files under a path prefix, {path: last_modified}; null when this site has no storage.
@@ -128,8 +129,9 @@ class SavedTimes:
         try:
             found = self._read(self._key)
             return None if found is None else {key: _seconds(when) for key, when in found.items()}
-        except Exception:  # no IndexedDB here, no stack switching, a time it cannot read: stat as before
+        except Exception as error:  # no IndexedDB, no stack switching, a time it cannot read: stat as before
             self._read = lambda prefix: None
+            falls_back("the saved files' times cannot be read", error)
             return None
 
 
@@ -156,11 +158,29 @@ def autoreload_in_a_tab(reloader: Any, folder: Path) -> None:
     """In a browser tab, ``reloader`` (autoreload's) asks the page nothing about the lesson files in
     ``folder`` (installed once; a later call moves it to ``folder``); elsewhere it stays as it is."""
     installed = getattr(reloader, "saved_times", None)
-    if wheel_site() is None or not folder.is_relative_to(BROWSER_STORAGE):
+    if not in_a_tab() or not folder.is_relative_to(BROWSER_STORAGE):
         return
     if isinstance(installed, SavedTimes):
         installed.folder = folder
         return
-    SavedTimes(reloader, folder)
-    if getattr(reloader, "deduper_reloader", None) is not None:  # IPython 9
-        known_sources(reloader.deduper_reloader)
+    try:
+        SavedTimes(reloader, folder)
+        if getattr(reloader, "deduper_reloader", None) is not None:  # IPython 9
+            known_sources(reloader.deduper_reloader)
+    except AttributeError as error:  # an IPython whose reloader has other methods: leave it as it is
+        falls_back("IPython's autoreloader is not the one this wraps", error)
+
+
+_SAID: set[str] = set()  # the reasons already said in this kernel
+
+
+def falls_back(why: str, error: BaseException) -> None:
+    """Say once, on stderr, that autoreload in this tab asks the page about each file again, and why."""
+    if why in _SAID:
+        return
+    _SAID.add(why)
+    print(
+        f"pi_course: autoreload in this tab asks the page about each lesson file before every cell "
+        f"(slower): {why} ({type(error).__name__}: {error})",
+        file=sys.stderr,
+    )

@@ -1,7 +1,3 @@
 """The embedded OpenAI-compatible provider on loopback, and ``connect()`` to it or to a real one."""
 
-from ..chapter.installed import tooling_path
-
-__path__ = tooling_path(__path__, __name__)  # in a browser tab: the installed wheel's
-
 DEFAULT_PORT = 8765  # python -m pi_course serve: http://127.0.0.1:8765/v1

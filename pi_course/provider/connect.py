@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
-import sys
 import threading
 from collections.abc import Mapping
 from urllib.parse import urlsplit
+
+from pi_course_here import in_a_tab
 
 from ..adapter import OpenAICompatibleModel
 from ..transport import OpenAICompatibleTransport
@@ -107,10 +108,10 @@ def local_model(script: str = LOCAL_DEFAULT_MODEL, *, strict: bool = True) -> Op
     The transport sends a placeholder key (:data:`LOCAL_API_KEY`), which the local provider
     ignores, and is strict (the chapter's reader) unless ``strict=False``: replaying a real
     provider's recording (``"recorded/<name>"``) the way :func:`connect` would read it. In a
-    browser (``sys.platform == "emscripten"``) the provider's app runs in this process instead of
+    browser tab (``pi_course_here.in_a_tab()``) the provider's app runs in this process instead of
     on loopback (:mod:`.inprocess`): the same events, streamed the same way.
     """
-    if sys.platform == "emscripten":  # a browser (JupyterLite): no sockets, the app runs in process
+    if in_a_tab():  # a browser (JupyterLite): no sockets, the app runs in process
         from .inprocess import IN_PROCESS_BASE_URL, local_client
 
         transport = OpenAICompatibleTransport(

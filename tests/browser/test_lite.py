@@ -49,6 +49,7 @@ from urllib.parse import unquote, urlsplit
 import pytest
 from lab_server import free_port
 
+from pi_course.chapter.notebooks import NOTEBOOKS as LISTED_NOTEBOOKS
 from pi_course.chapter.steps import CHAPTER_TOTAL, STEPS
 
 pytestmark = [pytest.mark.browser, pytest.mark.lite]
@@ -57,13 +58,8 @@ ROOT = Path(__file__).parents[2]
 SITE = ROOT / "build" / "lite"
 CHROMIUM = Path("/usr/bin/chromium")
 BENCH = ROOT / "build" / "lite-bench.json"
-NOTEBOOKS = sorted(path.name for path in (ROOT / "notebooks").glob("05-*.ipynb"))
-CHECKPOINT_LINES = {
-    "05-1-outbound.ipynb": STEPS[0],
-    "05-2-state-machine.ipynb": STEPS[1],
-    "05-3-sse.ipynb": STEPS[2],
-    "05-4-http-and-redaction.ipynb": STEPS[3],
-}
+NOTEBOOKS = [f"{name}.ipynb" for name in LISTED_NOTEBOOKS]
+CHECKPOINT_LINES = {f"{step.notebook}.ipynb": step for step in STEPS}
 FIGURES: dict[str, Any] = {}
 
 

@@ -9,6 +9,7 @@ really stream (a chunk reaches the reader while the app is still writing the nex
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -200,7 +201,7 @@ async def test_the_request_reaches_the_app_as_sent() -> None:
 
 
 async def test_local_model_uses_the_in_process_provider_in_a_browser(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(connect_module.sys, "platform", "emscripten")
+    monkeypatch.setattr(sys, "platform", "emscripten")  # pi_course_here.in_a_tab() reads it
 
     def no_loopback() -> str:
         raise AssertionError("a browser has no loopback server")

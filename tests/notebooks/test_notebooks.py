@@ -11,11 +11,14 @@ from pathlib import Path
 import mistune
 import pytest
 
+from pi_course.chapter.notebooks import NOTEBOOKS as LISTED
+from pi_course.chapter.steps import STEPS
 from pi_course.notebook.lesson import METADATA_KEY, expected_outputs
 
-ALL = sorted((Path(__file__).parents[2] / "notebooks").glob("*.ipynb"))  # with 05-7 and 05-8
-NOTEBOOKS = [path for path in ALL if path.name[:4] <= "05-6"]
-PRACTICE = [path for path in NOTEBOOKS if path.name[:4] in ("05-1", "05-2", "05-3", "05-4")]
+FOLDER = Path(__file__).parents[2] / "notebooks"
+ALL = [FOLDER / f"{name}.ipynb" for name in LISTED]  # the chapter's one list, 05-7 and 05-8 included
+NOTEBOOKS = ALL[: LISTED.index("05-6-migration") + 1]  # the lesson: the overview, the steps, break-it, migration
+PRACTICE = [FOLDER / f"{step.notebook}.ipynb" for step in STEPS]
 EXPECTED = [
     "05-0-overview.ipynb",
     "05-1-outbound.ipynb",
@@ -49,6 +52,7 @@ VARIABLE = {
 
 def test_the_series_is_complete() -> None:
     assert [path.name for path in NOTEBOOKS] == EXPECTED
+    assert sorted(FOLDER.glob("*.ipynb")) == sorted(ALL)  # none on disk missing from the list, none listed missing
     assert all(re.fullmatch(r"05-\d-[a-z-]+\.ipynb", path.name) for path in ALL)
 
 
@@ -175,7 +179,7 @@ def test_the_chapter_question_and_the_five_acceptance_questions_are_asked() -> N
     for question in ("wire message", "content index", "ProviderChunk", "尾随 usage", "API key"):
         assert question in closing
     overview = "\n".join(source(cell) for cell in cells(NOTEBOOKS[0]))
-    for path in NOTEBOOKS[1:]:
+    for path in ALL[1:]:
         assert f"]({path.name})" in overview, f"05-0's map links {path.name}"
 
 

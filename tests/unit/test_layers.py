@@ -6,7 +6,7 @@ each module's layer may import only the layers listed for it in ``MAY_IMPORT``:
 * lesson modules (protocol, outbound, adapter, sse, transport, scripted, migration): the lesson
   and given code, the standard library and httpx;
 * ``given``: the lesson's protocol, the standard library and jiter (the payload parser, optional),
-  never tooling;
+  and ``pi_course_here`` (whether this is a browser tab, said there once), never tooling;
 * ``chapter/`` (the chapter's facts): the lesson and given code only, and ``pi_course_here``;
 * ``pi_course_here`` (the top-level module a notebook's first cell imports before any
   ``pi_course`` is chosen, and the browser tab's finder): the standard library only;
@@ -32,7 +32,7 @@ HERE = "pi_course_here"  # below every layer of the package: it must import with
 OUTSIDE = {STDLIB, "httpx", "jiter", "third-party"}  # what tooling may use from outside the package
 MAY_IMPORT: dict[str, set[str]] = {
     "lesson": {"lesson", "given", STDLIB, "httpx"},
-    "given": {"lesson", "given", STDLIB, "jiter"},
+    "given": {"lesson", "given", STDLIB, "jiter", HERE},
     "chapter": {"lesson", "given", "chapter", HERE, STDLIB},
     "provider": {"lesson", "given", "chapter", "provider", HERE, *OUTSIDE},
     "course": {"lesson", "given", "chapter", "provider", "course", HERE, *OUTSIDE},

@@ -111,12 +111,12 @@ async def test_the_experiment_confuses_the_indexes_of_any_adapter_and_then_resto
 
 @pytest.mark.slow
 def test_a_scratch_copy_fails_the_4_2_test_and_leaves_the_tree_alone() -> None:
-    from pi_course.course.check import steps_for
+    from pi_course.chapter.steps import step
     from pi_course.course.testrun import run_tests
 
     scratch = breakit.ScratchCopy(ROOT)
     try:
-        report = run_tests(steps_for("5.2"), path=scratch.path)
+        report = run_tests((step("5.2"),), path=scratch.path)
         assert report.passed.get("5.2") == 2
         assert scratch.fired
     finally:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pi_course.notebook import freshness
+from pi_course.notebook import freshness, tab_autoreload
 from pi_course.notebook.tab_autoreload import SavedTimes, known_sources
 from pi_course_here import SourceRead
 
@@ -126,6 +126,27 @@ def test_without_the_storage_autoreload_stats_each_file_as_before(saved: Any, re
         assert reloader.check() == [(ADAPTER.__file__, 1.0), (SEAM.__file__, 2.0), (HELPER.__file__, 3.0)]
     assert reloader.stats == ["adapter.py", "seam.py", "helper.py"] * 2
     assert storage.reads == reads  # a read that failed once is not tried again
+
+
+def test_a_fallback_is_said_once_on_stderr_with_its_error(capsys: pytest.CaptureFixture[str]) -> None:
+    tab_autoreload._SAID.clear()
+    for _ in range(2):  # two kernels' reloaders, each failing: one line
+        reloader = wrapped({str(ADAPTER.__file__): 1.0}, Storage(RuntimeError("no JSPI")))
+        reloader.check()
+    said = capsys.readouterr().err.splitlines()
+    assert len(said) == 1 and "cannot be read" in said[0] and "RuntimeError: no JSPI" in said[0]
+
+
+def test_an_autoreloader_it_cannot_wrap_is_left_alone_and_said_once(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tab_autoreload._SAID.clear()
+    monkeypatch.setattr(sys, "platform", "emscripten")
+    reloader = SimpleNamespace()  # an IPython whose reloader has no check or filename_and_mtime
+    for _ in range(2):
+        tab_autoreload.autoreload_in_a_tab(reloader, FOLDER)
+    said = capsys.readouterr().err.splitlines()
+    assert len(said) == 1 and "AttributeError" in said[0] and vars(reloader) == {}
 
 
 def read_by_the_finder(name: str, path: Path, source: str) -> ModuleType:

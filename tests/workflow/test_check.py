@@ -23,10 +23,10 @@ import pytest
 from learners import LEARNERS, apply, merge
 
 from pi_course.chapter.rules import RULES
-from pi_course.chapter.steps import STEPS
+from pi_course.chapter.steps import STEPS, step
 from pi_course.course import advice, import_failure, probe, stubs, testrun
 from pi_course.course.advice import failure_lines, next_step_lines
-from pi_course.course.check import check, check_record, steps_for, verdict_of
+from pi_course.course.check import check, check_record, verdict_of
 from pi_course.course.plugin_path.pi_course_check.contract import PLUGIN, TIMEOUT_VARIABLE
 from pi_course.course.practice import create_practice
 from pi_course.course.report import BeyondCheck, Detail, Report
@@ -359,7 +359,7 @@ def test_a_module_that_does_not_import_is_one_line_wherever_it_is_found(
     assert (result.returncode, result.stdout, result.stderr) == (1, f"第 05 章：未完成——{line}\n", "")
     # The pytest process finds it (here the probe is skipped, as when a test imports more than it).
     monkeypatch.setattr(probe, "PROBE", PROBE_SKIPPED)
-    report = run_tests(steps_for(None), copy)
+    report = run_tests(STEPS, copy)
     assert (report.red_light, report.import_error) == (line, True)
     # Anywhere else Python's own traceback is kept, where the broken module is first used.
     plain = subprocess.run(
@@ -389,7 +389,7 @@ def test_an_import_error_names_the_importing_line(
     assert len(result.stderr.splitlines()) == 1
     # pytest reports it in its own traceback format; check gives the same line.
     monkeypatch.setattr(probe, "PROBE", PROBE_SKIPPED)
-    assert run_tests(steps_for(None), copy).red_light == result.stderr.rstrip("\n")
+    assert run_tests(STEPS, copy).red_light == result.stderr.rstrip("\n")
 
 
 @pytest.mark.slow
@@ -397,7 +397,7 @@ def test_an_import_that_never_ends_is_a_timeout(new_practice: Path, monkeypatch:
     path = new_practice / "pi_course" / "stream_rules.py"
     path.write_text(path.read_text(encoding="utf-8") + "\nwhile True:\n    pass\n", encoding="utf-8")
     monkeypatch.setattr(probe, "IMPORT_BOUND", 2.0)
-    report = run_tests(steps_for(None), new_practice, beyond=True)
+    report = run_tests(STEPS, new_practice, beyond=True)
     assert report.timed_out and report.red_light is not None
     assert report.red_light.startswith("import pi_course 超过 2 秒没有结束，已被停止")
 
@@ -517,7 +517,7 @@ def test_a_loop_in_feed_is_not_blamed_on_the_abort_race(completed: Path, tmp_pat
     )  # fmt: skip
     # The first test stuck in a loop that never awaits stops the session: the other four never ran.
     assert len(list(ET.parse(junit).getroot().iter("testcase"))) == 1
-    report = read_junit(junit, steps_for("5.3"))
+    report = read_junit(junit, (step("5.3"),))
     [(name, _)] = report.failures
     detail = report.details[name]
     assert detail.never_awaits and detail.where and detail.where.startswith("pi_course/sse.py:")
@@ -544,7 +544,7 @@ def test_a_process_past_the_whole_run_bound_is_stopped_and_the_test_named(
     monkeypatch.setattr(testrun, "RUN_TIMEOUT", 20.0)
     monkeypatch.setattr(probe, "PROBE", PROBE_SKIPPED)
     monkeypatch.setenv(TIMEOUT_VARIABLE, "60")
-    report = run_tests(steps_for(None), completed)
+    report = run_tests(STEPS, completed)
     assert (
         report.failures[0][0] == "test_outbound_conversion_maps_four_roles_and_tools_without_touching_input"
     )
@@ -558,7 +558,7 @@ def test_failures_show_both_strings_in_full_and_the_error_message_of_an_error_ev
          'endpoint = base_url + "/chat/completions"')  # fmt: skip
     edit(completed, "adapter.py", 'self.content[buffer["slot"]] = ToolCall(',
          'self.content[buffer["slot"] + 1] = ToolCall(')  # fmt: skip
-    report = run_tests(steps_for(None), completed)
+    report = run_tests(STEPS, completed)
     assert report.passed["5.2"] < 3 and report.passed["5.4"] == 1
     url = "\n".join(failure_lines(report, "test_fetch_transport_sends_the_exact_request"))
     assert "      实际：'https://provider.invalid/v1//chat/completions'" in url
@@ -634,7 +634,7 @@ def test_one_cause_behind_several_failures_is_named_once() -> None:
     )
     report = Report({"5.3": 0}, failures=tuple((name, "") for name in SSE_TESTS),
                     details=dict.fromkeys(SSE_TESTS, cut))  # fmt: skip
-    heads = [line for line in next_step_lines(report, steps_for("5.3")) if line.startswith("  ✗ ")]
+    heads = [line for line in next_step_lines(report, (step("5.3"),)) if line.startswith("  ✗ ")]
     assert heads[0] == f"  ✗ {SSE_TESTS[0]} — 下一步：看 {advice.FRAMING_HINT}"
     assert advice.FRAMING_HINT.startswith("pi_course/sse.py 的 SSEDecoder.feed()：行缓冲")
     assert heads[1:] == [f"  ✗ {name} — 下一步：同上" for name in SSE_TESTS[1:]]

@@ -37,6 +37,7 @@ from learners import apply, copy_of, mistake, tree_digest
 
 from pi_course.chapter.steps import CHAPTER_TOTAL, STEPS
 from pi_course.course import grade as grading
+from pi_course.course.assemble import Instructor
 from pi_course.course.classroom import CI_REQUIREMENTS, classroom_workflow, focused_tests, grader_command
 from pi_course.course.grade import (
     FIELDS,
@@ -50,7 +51,6 @@ from pi_course.course.grade import (
     grade_one,
     instructor_copy,
 )
-from pi_course.course.grade.assemble import Instructor
 from pi_course.course.grade.gradebook import GradebookError, Points, parse_points, to_csv
 from pi_course.course.grade.page import to_html
 from pi_course.course.grade.report import table, to_json

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 from learners import copy_of, mistake, tree_digest
 
-from pi_course.course.grade.sandbox import choose
+from pi_course.course.sandbox import choose
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).parents[2]

@@ -22,8 +22,9 @@ import pytest
 from learners import apply
 from test_grade import fake_copy
 
-from pi_course.course.grade import discover
+from pi_course.course.grade import Sandbox, Source, discover, grade_one, instructor_copy
 from pi_course.course.grade.gradebook import parse_points, read_roster, to_csv
+from pi_course.course.record import FIELDS, nothing_ran, record_line
 
 ROOT = Path(__file__).parents[2]
 
@@ -170,3 +171,21 @@ def test_a_copy_without_its_beyond_file_is_never_done(tmp_path: Path) -> None:
     record = json.loads(outside.stdout.strip().splitlines()[-1])
     assert record["status"] == "done" and record["flags"] == ["tests-modified"]
     assert "tests-modified" in outside.stderr
+
+
+@pytest.mark.slow
+def test_grade_keeps_every_field_of_the_record_check_printed(tmp_path: Path) -> None:
+    copy = fake_copy(tmp_path / "ada")
+    printed = nothing_ran("inner", "/inner", "incomplete", "先完成实践 5.3", 3.0)
+    printed.update({"rules_kept": 17, "compared": {"5.1": 153}, "tests": {"test_outbound": True}})
+    script = f"print({record_line(printed)!r})"
+    with instructor_copy() as instructor:
+        graded = grade_one(
+            Source("ada", copy, "folder"), instructor, Sandbox("none", "test"), 30, None,
+            lambda _: [sys.executable, "-c", script],
+        )  # fmt: skip
+    record = graded.record
+    assert list(record) == list(FIELDS)  # nothing dropped, nothing added, in the documented order
+    assert (record["rules_kept"], record["rules_total"]) == (17, printed["rules_total"])
+    assert record["compared"] == {"5.1": 153} and record["tests"] == {"test_outbound": True}
+    assert (record["name"], record["path"], record["first_failure"]) == ("ada", str(copy), "先完成实践 5.3")

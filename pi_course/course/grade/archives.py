@@ -130,11 +130,3 @@ def _entries(archive: Path, stack: contextlib.ExitStack) -> list[_Entry]:
          functools.partial(tar_member, member))
         for member in tarred.getmembers()
     ]  # fmt: skip
-
-
-def writable(folder: Path) -> None:
-    for root, folders, files in os.walk(folder):
-        for name in folders + files:
-            path = Path(root) / name
-            if not path.is_symlink():
-                path.chmod(path.stat().st_mode | stat.S_IWUSR | stat.S_IRUSR | stat.S_IXUSR)

@@ -17,17 +17,17 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import FrameType
 
+from ..copyrun import DEFAULT_TIMEOUT
+from ..exits import EXIT_DONE, EXIT_INTERRUPTED, EXIT_USAGE
+from ..record import as_record
+from ..sandbox import SandboxError, choose, not_sandboxed_line
 from .discovery import GradeError, discover
 from .gradebook import GradebookError, Points, Student, parse_points, read_roster, to_csv
 from .page import to_html
 from .records import Graded
-from .report import _printable, _seconds, table, to_json
-from .runner import DEFAULT_TIMEOUT, grade
-from .sandbox import SandboxError, choose, not_sandboxed_line
+from .report import _printable, _seconds, table
+from .runner import grade
 from .similarity import near_identical
-
-EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
 
 
 @contextlib.contextmanager
@@ -67,18 +67,20 @@ def _merged(json_file: str | None, results: list[Graded]) -> list[Graded]:
         if name in fresh:
             merged.append(fresh.pop(name))
         else:
-            output = str(item.pop("output", ""))
-            merged.append(Graded(item, output))
+            record = as_record(item)
+            if record is not None:
+                merged.append(Graded(record, str(item.get("output", ""))))
     return merged + [graded for graded in results if str(graded.record.get("name")) in fresh]
 
 
 def _with_output(results: Sequence[Graded]) -> str:
     """The JSON file: each record with its check's text, so a later re-grade can rebuild the page."""
-    return to_json([Graded({**graded.record, "output": graded.output}, "") for graded in results])
+    rows = [{**graded.record, "output": graded.output} for graded in results]
+    return json.dumps(rows, ensure_ascii=False, indent=2) + "\n"
 
 
 def _starter_code() -> str:
-    from .assemble import instructor_copy
+    from ..assemble import instructor_copy
     from .similarity import lesson_code
 
     with instructor_copy() as instructor:
@@ -197,4 +199,4 @@ def _write(
             print(f"grade 05：无法写入 {name}：{error.strerror or error}", file=sys.stderr)
             return EXIT_USAGE
         print(f"已写入 {name}", file=sys.stderr)
-    return 0
+    return EXIT_DONE

@@ -13,12 +13,12 @@ import html
 import importlib.util
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
 
 from ...chapter.steps import STEPS
-from .assemble import NOT_SANDBOXED
+from ..record import STATUSES, CopyRecord
+from ..sandbox import NOT_SANDBOXED
 from .gradebook import DEFAULT_POINTS, Points, csv_row
-from .records import STATUSES, Graded, unfinished_first
+from .records import Graded, unfinished_first
 from .report import _pair, _seconds
 from .similarity import THRESHOLD, Pair
 
@@ -65,7 +65,7 @@ _POLICY = "default-src 'none'; style-src 'unsafe-inline'"
 _GREEN, _AMBER, _GREY, _RED = "#2da44e", "#d4a72c", "#d0d7de", "#cf222e"
 
 
-def _graded(results: Sequence[Graded]) -> list[dict[str, Any]]:
+def _graded(results: Sequence[Graded]) -> list[CopyRecord]:
     return [graded.record for graded in results if graded.record.get("status") != "not-a-copy"]
 
 
@@ -104,7 +104,7 @@ STOPPED = {"import-error": "无法导入 pi_course（没有测试运行）", "ti
 _STUCK = {NOT_STARTED, *STOPPED.values()}  # whole copies, not one failing test: counted as copies
 
 
-def stuck_before_tests(record: dict[str, Any]) -> str | None:
+def stuck_before_tests(record: CopyRecord) -> str | None:
     """Where a copy with no test result is stuck, by its status; None when tests ran or it is done."""
     if record.get("tests") or record.get("status") == "done":
         return None

@@ -10,10 +10,9 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from ...chapter.steps import STEPS
-from .records import STATUSES, Graded, unfinished_first
-
-STEP_NUMBERS = tuple(step.number for step in STEPS)
+from ...chapter.steps import STEP_NUMBERS
+from ..record import STATUSES, CopyRecord
+from .records import Graded, unfinished_first
 
 
 def _printable(text: object) -> str:
@@ -46,12 +45,12 @@ def _pair(value: Any) -> str:
     return "-"
 
 
-def _seconds(record: dict[str, Any]) -> str:
+def _seconds(record: CopyRecord) -> str:
     value = record.get("seconds")
     return f"{value:.1f}" if isinstance(value, int | float) else "-"
 
 
-def _row(record: dict[str, Any]) -> list[str]:
+def _row(record: CopyRecord) -> list[str]:
     focused = record.get("focused") or {}
     return [
         _printable(record.get("name", "")),

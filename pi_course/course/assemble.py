@@ -18,12 +18,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..practice import _write_copy
-from ..starters import TEACHING_FILES, reference_sources
+from .practice import _write_copy
+from .starters import TEACHING_FILES, reference_sources
 
 TESTS_MODIFIED = "tests-modified"
 MATCHES_REFERENCE = "matches-reference"
-NOT_SANDBOXED = "not-sandboxed"
 # Files of a copy's root that pytest would read when the copy's tests run.
 _PYTEST_FILES = ("conftest.py", "pytest.ini", "tox.ini", "setup.cfg")
 

@@ -22,9 +22,10 @@ from pathlib import Path
 
 import pi_course_here
 
-from ..locate import PACKAGE
+from .locate import PACKAGE
 
 CHOICES = ("auto", "bwrap", "none")
+NOT_SANDBOXED = "not-sandboxed"  # the flag of every record checked without a sandbox
 MAX_FILE_BYTES = 64 * 1024 * 1024  # no file the check writes (its output included) grows past this
 TMPFS_BYTES = 256 * 1024 * 1024  # the sandbox's /tmp and HOME, each
 SANDBOX_HOME = "/home/learner"

@@ -1,0 +1,78 @@
+"""The sandboxed run of one copy: its lesson files in the installed course's tree, checked there, bounded.
+
+``check 05 --path COPY`` and ``grade`` (each copy of a class) both come here. The tree is built by
+:mod:`.assemble` in a temporary folder; the installed ``pi_course`` checks it
+(``check 05 --assembled``) inside :mod:`.sandbox`'s runner, in its own process group, with a time
+bound (:mod:`.process`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .assemble import Assembled, Instructor, assemble
+from .process import Running, run_bounded
+from .sandbox import NOT_SANDBOXED, Sandbox
+
+DEFAULT_TIMEOUT = 120.0  # seconds per copy; a finished copy needs a few
+
+
+def assembled_check(tree: Path, flags: Sequence[str] = ("--json",)) -> list[str]:
+    """The command that checks one assembled tree: the installed ``check 05`` (``--json`` for grade)."""
+    command = [sys.executable, "-m", "pi_course", "check", "05", *flags]
+    return [*command, "--path", str(tree), "--assembled"]
+
+
+def writable(folder: Path) -> None:
+    """Make everything under ``folder`` removable: a learner's read-only files must not stop the clean-up."""
+    for root, folders, files in os.walk(folder):
+        for name in folders + files:
+            path = Path(root) / name
+            if not path.is_symlink():
+                path.chmod(path.stat().st_mode | stat.S_IWUSR | stat.S_IRUSR | stat.S_IXUSR)
+
+
+@dataclass(frozen=True)
+class CopyRun:
+    """One sandboxed check of a copy: the tree it ran on, its status (``None``: stopped), its output."""
+
+    assembled: Assembled
+    status: int | None
+    out: str
+    err: str
+    seconds: float
+    flags: tuple[str, ...]  # the assembled tree's, and ``not-sandboxed`` when it ran without a sandbox
+
+
+def run_copy(
+    copy: Path,
+    instructor: Instructor,
+    sandbox: Sandbox,
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    command: Callable[[Path], list[str]] = assembled_check,
+    running: Running | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> CopyRun:
+    """Check ``copy``'s lesson files in a fresh tree of the installed course, sandboxed and bounded."""
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="pi-course-check-") as scratch:
+        work = Path(scratch) / "run"  # the only folder the check may write to
+        work.mkdir()
+        assembled = assemble(copy, instructor, work / "copy")
+        wrapped = sandbox.command(command(assembled.tree), work)
+        env = sandbox.environment(work, environ)
+        status, out, err = run_bounded(wrapped, work, env, timeout, running=running, encoding="utf-8")
+        seconds = time.monotonic() - started
+        with contextlib.suppress(OSError):
+            writable(Path(scratch))
+    flags = (*assembled.flags, *(() if sandbox.sandboxed else (NOT_SANDBOXED,)))
+    return CopyRun(assembled, status, out, err, seconds, flags)
