@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NEEDS_311 := import sys; sys.exit(sys.version_info < (3, 11))
 
-.PHONY: lab test lint unit suite stages nbval notebooks bench browser dist lite serve-lite lite-test mutants mutants-sample clean python-ok upstream-pi
+.PHONY: lab test lint unit suite workflows stages nbval notebooks bench browser dist lite serve-lite lite-test mutants mutants-sample clean python-ok upstream-pi
 
 # Runs before every target that uses the venv (order-only: it never forces a reinstall). A .venv
 # made by an older Python, or one whose Python is gone, would otherwise fail later in pip.
@@ -62,9 +62,16 @@ NO_NBVAL := -p no:nbval
 unit: $(STAMP)
 	$(BIN)/python -m pytest -q $(NO_NBVAL) -m "not slow and not browser and not notebooks" tests
 
-# Every test but the browser's and the notebook re-executions, the slow ones included.
+# Every test but the browser's, node's, the notebook re-executions and the class-scale workflows,
+# the slow ones included.
 suite: $(STAMP)
-	$(BIN)/python -m pytest -q $(NO_NBVAL) -n $(WORKERS) --dist worksteal -m "not browser and not notebooks" tests
+	$(BIN)/python -m pytest -q $(NO_NBVAL) -n $(WORKERS) --dist worksteal -m "not browser and not notebooks and not node and not workflow" tests
+
+# Whole workflows at class scale (marked workflow): the rules matrix (check names each rule a full
+# solution breaks), the four learners' styles and their typical mistakes, a hostile class graded.
+# Minutes of check runs, so make test leaves them out; .ci/run runs them after it.
+workflows: $(STAMP)
+	$(BIN)/python -m pytest -q $(NO_NBVAL) -n $(WORKERS) --dist worksteal -m "workflow and not browser and not notebooks" tests
 
 # Practice copies' notebooks re-executed at every stage of the chapter (most of the suite's time
 # before they moved here); .ci/run runs them after make test.

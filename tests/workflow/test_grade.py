@@ -535,6 +535,7 @@ def build_class(root: Path) -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.workflow  # a class graded: make workflows
 def test_a_class_at_a_glance(tmp_path: Path) -> None:
     course = build_class(tmp_path)
     archive = tmp_path / "cy.zip"
@@ -648,6 +649,7 @@ def test_classroom_and_grade_count_the_same_points_per_step() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.workflow  # a class graded: make workflows
 def test_a_copy_at_ten_of_eleven_scores_the_same_in_classroom_and_grade(tmp_path: Path) -> None:
     copy = tmp_path / "lab"
     made = cli("practice", "05", str(copy))

@@ -27,7 +27,7 @@ from learners import copy_of, mistake, tree_digest
 
 from pi_course.course.sandbox import choose
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.workflow]  # a whole hostile class, graded in the sandbox
 ROOT = Path(__file__).parents[2]
 CLASS_BOUND = 900  # a hang bound on the whole grade run, never a speed target
 

@@ -27,7 +27,8 @@ from pi_course.course import testrun
 from pi_course.course.plugin_path.pi_course_check.contract import TIMEOUT_VARIABLE
 from pi_course.course.practice import create_practice
 
-pytestmark = pytest.mark.slow  # every test here works in a practice copy through subprocesses
+# Every test here works in a practice copy through subprocesses: minutes in all, so make workflows.
+pytestmark = [pytest.mark.slow, pytest.mark.workflow]
 
 ROOT = Path(__file__).parents[2]
 COURSE_LINES = [

@@ -224,13 +224,14 @@ def test_practice_names_the_python_that_has_the_course(
     """Made with ``.venv/bin/python`` while ``python`` on PATH is another: the next steps name this one."""
     from pi_course.course import practice as practice_module
 
+    here = "/course/.venv/bin/python"  # the Python that made the copy (none is started here)
+    monkeypatch.setattr(practice_module.sys, "executable", here)
     monkeypatch.setattr(practice_module.shutil, "which", lambda name: "/usr/bin/python")
     printed = practice_module.next_steps(tmp_path / "lab")
-    here = str(Path(sys.executable).absolute())
     assert f"{here} -m pi_course check 05" in printed
     assert f"{here} -m jupyter {practice_module.LAB_ARGUMENTS}" in printed
     assert f"cd {tmp_path / 'lab'}" in printed
-    monkeypatch.setattr(practice_module.shutil, "which", lambda name: str(Path(sys.executable).parent / name))
+    monkeypatch.setattr(practice_module.shutil, "which", lambda name: f"/course/.venv/bin/{name}")
     assert "  python -m pi_course check 05" in practice_module.next_steps(tmp_path / "lab")
 
 

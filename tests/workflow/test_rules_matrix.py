@@ -24,7 +24,8 @@ from pi_course.course import inkernel, testrun
 from pi_course.course.check import verdict_of
 from pi_course.course.practice import create_practice
 
-pytestmark = pytest.mark.slow  # a practice copy per case, each checked by pytest (in this process)
+# A practice copy per case, each checked by pytest (in this process): minutes in all, so make workflows.
+pytestmark = [pytest.mark.slow, pytest.mark.workflow]
 
 Patch = tuple[str, str, str]  # (module in pi_course/, text that occurs once, its replacement)
 
