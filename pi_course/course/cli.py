@@ -142,10 +142,16 @@ def _chat_command(commands: _Commands) -> None:
     chat.set_defaults(run=_run_chat)
 
 
-def _run_chat(args: argparse.Namespace) -> int:
-    broken = lesson_imported()  # chat runs the lesson in this process
+def _lesson_broken() -> bool:
+    """chat and serve run the lesson in this process: a lesson module that does not import is one line."""
+    broken = lesson_imported()
     if broken is not None:
         _say(broken)
+    return broken is not None
+
+
+def _run_chat(args: argparse.Namespace) -> int:
+    if _lesson_broken():
         return EXIT_FAILED
     try:
         return asyncio.run(_chat(" ".join(args.prompt), args.model))
@@ -222,9 +228,7 @@ def _serve_command(commands: _Commands) -> None:
 
 
 def _run_serve(args: argparse.Namespace) -> int:
-    broken = lesson_imported()  # serve runs the lesson in this process
-    if broken is not None:
-        _say(broken)
+    if _lesson_broken():
         return EXIT_FAILED
     try:
         return _serve(args.host, args.port, args.api_key)

@@ -11,7 +11,6 @@ question's cell shows no 预期输出 box before the prediction. Light and dark 
 from __future__ import annotations
 
 import shutil
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +21,7 @@ from lab_server import jupyter_lab, lab_environment, learner_settings
 from test_browser import CHROMIUM, RUN_ALL, SKIP, set_theme
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "workflow"))  # the learners' code, as test data
-from learners import apply
+from learners import apply, new_copy
 
 pytestmark = pytest.mark.browser
 
@@ -32,14 +31,7 @@ ASKED = "先写下你对上面问题的预测"
 
 
 def _copy(base: Path, name: str, learner: str | None) -> Path:
-    folder = base / name
-    made = subprocess.run(
-        [sys.executable, "-m", "pi_course", "practice", "05", str(folder)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
-    assert made.returncode == 0, made.stderr
+    folder = new_copy(base / name, cwd=ROOT)
     if learner is not None:
         apply(folder, learner)
     return folder

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from learners import LEARNERS, merge, mistake
+from learners import LEARNERS, merge, mistake, new_copy
 
 from pi_course.chapter.steps import STEPS
 from pi_course.notebook.lesson import prediction_cell
@@ -163,15 +163,7 @@ def run_notebooks(copy: Path) -> Run:
 @pytest.fixture(scope="session")
 def starter(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One fresh practice copy per test process; every stage copies it."""
-    folder = tmp_path_factory.mktemp("stages") / "starter"
-    made = subprocess.run(
-        [sys.executable, "-m", "pi_course", "practice", "05", str(folder)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
-    assert made.returncode == 0, made.stderr
-    return folder
+    return new_copy(tmp_path_factory.mktemp("stages") / "starter", cwd=ROOT)
 
 
 def build_and_run(starter: Path, base: Path, name: str) -> Run:

@@ -21,6 +21,8 @@ import ast
 import hashlib
 import os
 import shutil
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -95,6 +97,18 @@ def apply(copy: Path, learner: str) -> None:
         target.write_text(
             merge(target.read_text(encoding="utf-8"), path.read_text(encoding="utf-8")), encoding="utf-8"
         )
+
+
+def new_copy(folder: Path, cwd: Path) -> Path:
+    """A fresh practice copy at ``folder``, made as a learner makes one (``python -m pi_course practice``)."""
+    made = subprocess.run(
+        [sys.executable, "-m", "pi_course", "practice", "05", str(folder)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+    )
+    assert made.returncode == 0, made.stderr
+    return folder
 
 
 def copy_of(starter: Path, copy: Path, learner: str | None) -> Path:
