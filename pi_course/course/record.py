@@ -1,6 +1,6 @@
 """The record of one copy's result, defined once: ``check 05 --json`` prints it, ``grade`` collects it.
 
-``grade``'s JSON, CSV and HTML page are made of these records; the README's field table is
+``grade``'s JSON, CSV and HTML page are made of these records; docs/instructors.md's field table is
 tested against :data:`FIELDS`. A record is plain JSON (a ``TypedDict``), so it crosses the
 process boundary between ``grade`` and the ``check`` it runs as one line of text.
 """
@@ -19,7 +19,7 @@ STATUSES: tuple[Status, ...] = get_args(Status)
 
 
 class CopyRecord(TypedDict):
-    """One copy's result: what was run, what passed, and what to fix first (README: "The record")."""
+    """One copy's result: what was run, what passed, and what to fix first (docs/instructors.md: "The record")."""
 
     name: str
     path: str

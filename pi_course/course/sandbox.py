@@ -200,5 +200,5 @@ def not_sandboxed_line(sandbox: Sandbox) -> str:
     return (
         f"⚠ not-sandboxed：{sandbox.why}。学习者的代码以你的用户身份运行，能读你能读的文件、能联网；"
         "只有时间上限和去掉密钥的环境。"
-        "在 Linux 上安装 bubblewrap，或在 Linux 容器/虚拟机里运行 grade（见 README）。"
+        "在 Linux 上安装 bubblewrap，或在 Linux 容器/虚拟机里运行 grade（见 docs/instructors.md）。"
     )
