@@ -834,6 +834,8 @@ def test_reset_reloads_the_open_editor_and_the_answer_key_says_wait(site: Site, 
         page.wait_for_selector(".pi-course-target", timeout=10_000)
         assert "先别看" in page.inner_text(".pi-course-target")
         # Seen, not only present: the note is what the page shows at its middle (no editor over it).
+        # JupyterLab's splash may still be fading out over the whole page: wait until it is gone.
+        page.wait_for_selector("#jupyterlab-splash", state="detached", timeout=30_000)
         on_top = page.evaluate(
             """() => { const note = document.querySelector('.pi-course-target'), box = note.getBoundingClientRect();
                 return box.height > 10 && document.elementFromPoint(box.x + box.width / 2, box.y + box.height / 2) === note; }"""
