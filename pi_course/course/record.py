@@ -19,7 +19,7 @@ STATUSES: tuple[Status, ...] = get_args(Status)
 
 
 class CopyRecord(TypedDict):
-    """One copy's result: what was run, what passed, and what to fix first (docs/instructors.md: "The record")."""
+    """One copy's result: what ran, what passed, what to fix first (docs/instructors.md: "The record")."""
 
     name: str
     path: str
