@@ -22,44 +22,41 @@ from .markup import style_tag
 Row = tuple[str, int | None, str | None]
 
 
-def expected_rows(chunks: Sequence[Any]) -> list[Row]:
-    """The events the 5.2 test expects for ``chunks``: slots by first appearance, ends in slot order."""
-    rows: list[Row] = [("start", None, None)]
+def _slots(chunks: Sequence[Any]) -> dict[object, int]:
+    """Each block's slot by first appearance: ``"text"`` for the text, ``("tool", index)`` per tool."""
     slots: dict[object, int] = {}
-    tools: list[int] = []
-    reason = None
     for chunk in chunks:
         kind = getattr(chunk, "type", None)
         if kind in ("text", "tool"):
-            key = "text" if kind == "text" else ("tool", chunk.index)
-            if key not in slots:
-                slots[key] = len(slots)
-                if kind == "tool":
-                    tools.append(slots[key])
-            event = "toolcall_delta" if kind == "tool" else "text_delta"
-            rows.append((event, slots[key], chunk_delta(chunk)))
+            slots.setdefault("text" if kind == "text" else ("tool", chunk.index), len(slots))
+    return slots
+
+
+def expected_rows(chunks: Sequence[Any]) -> list[Row]:
+    """The events the 5.2 test expects for ``chunks``: slots by first appearance, ends in slot order."""
+    slots = _slots(chunks)
+    rows: list[Row] = [("start", None, None)]
+    reason = None
+    for chunk in chunks:
+        kind = getattr(chunk, "type", None)
+        if kind == "text":
+            rows.append(("text_delta", slots["text"], chunk_delta(chunk)))
+        elif kind == "tool":
+            rows.append(("toolcall_delta", slots[("tool", chunk.index)], chunk_delta(chunk)))
         elif kind == "finish":
             reason = chunk.reason
     if reason == "tool_calls":
-        rows += [("toolcall_end", slot, None) for slot in sorted(tools)]
+        tools = sorted(slot for key, slot in slots.items() if key != "text")
+        rows += [("toolcall_end", slot, None) for slot in tools]
         rows.append(("done", None, "toolUse"))
     elif reason is not None:
-        rows.append(("done", None, {"stop": "stop", "length": "length"}.get(reason, reason)))
+        rows.append(("done", None, reason))
     return rows
 
 
 def expected_tool_slots(chunks: Sequence[Any]) -> dict[int, int]:
     """Provider index → the slot its tool takes by first appearance (what the test expects)."""
-    seen: list[object] = []
-    slots = {}
-    for chunk in chunks:
-        kind = getattr(chunk, "type", None)
-        key = "text" if kind == "text" else (chunk.index if kind == "tool" else None)
-        if key is not None and key not in seen:
-            seen.append(key)
-            if kind == "tool":
-                slots[chunk.index] = len(seen) - 1
-    return slots
+    return {key[1]: slot for key, slot in _slots(chunks).items() if isinstance(key, tuple)}
 
 
 async def as_it_is(chunks: Sequence[Any], label: str = "你的 adapter（现在）") -> Comparison:
