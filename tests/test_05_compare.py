@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import copy
 import importlib
+import itertools
 import json
 import re
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
@@ -54,6 +55,7 @@ from pi_course import (
     Usage,
     UserMessage,
 )
+from pi_course.chapter.contract import open_points
 from pi_course.course.inkernel import await_here
 from pi_course.course.starters import reference_sources
 from pi_course.course.twin import Twin, reference_twin
@@ -74,11 +76,11 @@ BASE_URL = "https://provider.invalid/v1"
 SHOWN_LIMIT = 600
 CHAPTER_TEXTS = ("Provider stream ended without a finish chunk",)
 INVALID = "Invalid provider chunk: "
-# The narrowing's messages whose whole wording the starter's docstrings and the chapter give;
-# any other (two choices, say) is compared by the JSON path it names.
-FIXED_WORDING = re.compile(
-    r"Invalid provider chunk: \S+ must be (an object|a string|an array|a non-negative safe integer)$"
-)
+# The narrowing's messages whose wording the chapter ("must be a string") and the starter's
+# _record() docstring ("must be an object") give: a learner's must start with it (more detail may
+# follow). Any other is compared by the JSON path it names (chapter/contract.py).
+FIXED_WORDING = re.compile(r"Invalid provider chunk: \S+ must be (an object|a string)$")
+ROOT_PATH = "payload"  # the reference's name for the whole payload: the chapter names none
 READ_PATTERNS = ("一次读完", "每个事件一次读取", "每 7 字节一次读取", "每个多字节字符从中间切开")
 
 
@@ -240,10 +242,52 @@ def compare(piece: str, given: str, expected: object, actual: object, note: str 
     )
 
 
+def allowed_twins(twin: Twin, file: str) -> Iterator[tuple[tuple[str, ...], Twin]]:
+    """The reference, then the reference taking each combination of the other choices the chapter
+    allows in ``file`` (``pi_course/chapter/contract.py``), fewest first."""
+    yield (), twin
+    points = open_points(file)
+    for size in range(1, len(points) + 1):
+        for combination in itertools.combinations(points, size):
+            edits = tuple(edit for point in combination for edit in point.edits)
+            with contextlib.suppress(ValueError):  # two edits of one place: not a combination
+                yield tuple(point.name for point in combination), reference_twin(edits)
+
+
+def compare_allowed(
+    piece: str, given: str, twin: Twin, file: str, seen: Callable[[Twin], tuple[object, object]]
+) -> None:
+    """Pass when the learner's observation equals what the reference, or the reference taking any
+    allowed choices, gives (``seen(candidate)``: both observations); else show the difference with
+    the candidate that agrees longest."""
+    best: tuple[Path, object, object, tuple[str, ...]] | None = None
+    for names, candidate in allowed_twins(twin, file):
+        expected, actual = seen(candidate)
+        found = first_difference(expected, actual)
+        if found is None:
+            return
+        if best is None or _agrees_longer(found[0], best[0]):
+            best = (found[0], expected, actual, names)
+    assert best is not None
+    _, expected, actual, names = best
+    note = f"本章允许的做法（{'、'.join(names)}）里最接近你的一种" if names else ""
+    compare(piece, given, expected, actual, note)
+
+
+def _agrees_longer(path: Path, than: Path) -> bool:
+    """A first difference at a later element of the outermost list than ``than``'s."""
+    return bool(path and than and isinstance(path[0], int) and isinstance(than[0], int) and path[0] > than[0])
+
+
 # --- observations: what the chapter fixes, as plain data -------------------------------------------
 
 
-def block_seen(block: object) -> dict[str, Any]:
+STREAMING = "（流式期间，不比较）"
+
+
+def block_seen(block: object, *, streaming: bool = False) -> dict[str, Any]:
+    """A content block as compared. ``streaming``: a partial, where a tool call's ``arguments`` is
+    open (the chapter's partials show only rawArguments); a name not sent yet may be None or ""."""
     kind = getattr(block, "type", None)
     if kind == "text":
         return {"type": "text", "text": getattr(block, "text", None)}
@@ -251,15 +295,15 @@ def block_seen(block: object) -> dict[str, Any]:
         return {
             "type": "toolCall",
             "id": getattr(block, "id", None),
-            "name": getattr(block, "name", None),
-            "arguments": getattr(block, "arguments", None),
+            "name": getattr(block, "name", None) or "",
+            "arguments": STREAMING if streaming else getattr(block, "arguments", None),
             "raw_arguments": getattr(block, "raw_arguments", None),
         }
     return {"type": repr(kind), "block": repr(block)}
 
 
-def content_seen(message: object) -> list[dict[str, Any]]:
-    return [block_seen(block) for block in getattr(message, "content", ()) or ()]
+def content_seen(message: object, *, streaming: bool = False) -> list[dict[str, Any]]:
+    return [block_seen(block, streaming=streaming) for block in getattr(message, "content", ()) or ()]
 
 
 def usage_seen(usage: object) -> list[object]:
@@ -273,15 +317,17 @@ def error_seen(message: str | None, reference: str | None, *, paths: bool = Fals
     else by the JSON path it names; any other message: that there is one."""
     if message is None or reference is None:
         return message
-    if reference in CHAPTER_TEXTS or reference == "Request was aborted":
+    if reference in CHAPTER_TEXTS:
         return message
     if reference.startswith(INVALID):
         if not message.startswith(INVALID):
             return message
-        if not paths:
+        if not paths or json_path(reference) == ROOT_PATH:
             return f"{INVALID}…"
-        return message if FIXED_WORDING.match(reference) else f"{INVALID}{json_path(message)} …"
-    return "（一条错误信息）" if message else message
+        if FIXED_WORDING.match(reference):
+            return reference if message.startswith(reference) else message
+        return f"{INVALID}{json_path(message)} …"
+    return "（一条错误信息）" if isinstance(message, str) else message
 
 
 def json_path(message: str) -> str:
@@ -292,8 +338,10 @@ def json_path(message: str) -> str:
 
 
 def final_seen(message: object, reference: object) -> dict[str, Any]:
+    """The final message; an error's content holds the calls as they were streaming (open)."""
+    ended_in_error = getattr(reference, "stop_reason", None) in ("error", "aborted")
     return {
-        "content": content_seen(message),
+        "content": content_seen(message, streaming=ended_in_error),
         "stop_reason": getattr(message, "stop_reason", None),
         "usage": usage_seen(getattr(message, "usage", None)),
         "error_message": error_seen(
@@ -317,7 +365,7 @@ def event_seen(event: object, reference: object | None) -> dict[str, Any]:
         ref_final = getattr(reference, "message" if kind == "done" else "error", None)
         seen["message"] = final_seen(final, ref_final)
     else:
-        seen["partial"] = content_seen(getattr(event, "partial", None))
+        seen["partial"] = content_seen(getattr(event, "partial", None), streaming=True)
     return seen
 
 
@@ -386,6 +434,38 @@ def request_seen(request: object, context: AgentContext) -> object:
     return seen
 
 
+SEPARATORS = ("", "\n", " ", "\n\n")  # 「user 的 text block 合并成字符串」: how is not fixed
+
+
+def with_open_choices_taken(actual: object, expected: object, context: AgentContext) -> object:
+    """The learner's request with what the chapter leaves open made the reference's: the separator
+    joining several text blocks, an assistant's empty text as "" or null, ``tool_calls: []``."""
+    if not isinstance(actual, dict) or not isinstance(expected, dict):
+        return actual
+    ours, theirs = actual.get("messages"), expected.get("messages")
+    if not isinstance(ours, list) or not isinstance(theirs, list) or len(ours) != len(theirs):
+        return actual
+    offset = len(theirs) - len(context.messages)  # the system message, when there is one
+    messages = []
+    for position, (mine_, reference) in enumerate(zip(ours, theirs, strict=True)):
+        source = context.messages[position - offset] if position >= offset else None
+        if not isinstance(mine_, dict) or not isinstance(reference, dict) or source is None:
+            messages.append(mine_)
+            continue
+        mine_ = dict(mine_)
+        texts = [block.text for block in source.content if isinstance(block, TextContent)]
+        if isinstance(mine_.get("content"), str) and mine_["content"] in {
+            sep.join(texts) for sep in SEPARATORS
+        }:
+            mine_["content"] = reference.get("content")
+        if source.role == "assistant" and not any(texts) and mine_.get("content") in ("", None):
+            mine_["content"] = reference.get("content")
+        if "tool_calls" not in reference and mine_.get("tool_calls") == []:
+            del mine_["tool_calls"]
+        messages.append(mine_)
+    return {**actual, "messages": messages}
+
+
 def compare_outbound(twin: Twin, context: AgentContext) -> None:
     before = copy.deepcopy(context)
     expected = request_seen(twin.outbound.build_request("gpt-test", copy.deepcopy(context)), context)
@@ -394,7 +474,10 @@ def compare_outbound(twin: Twin, context: AgentContext) -> None:
     except Exception as error:
         actual = f"{type(error).__name__}: {error}"
     compare(
-        "pi_course/outbound.py build_request('gpt-test', context)", context_shown(context), expected, actual
+        "pi_course/outbound.py build_request('gpt-test', context)",
+        context_shown(context),
+        expected,
+        with_open_choices_taken(actual, expected, before),
     )
     if context != before:
         differ(
@@ -616,18 +699,26 @@ def compare_adapter(
 ) -> None:
     items = tuple(items)
     context = context or simple_context()
-    expected = run(model_events(twin.adapter, Script(items, abort_at), context))
     actual_script = Script(items, abort_at)
     try:
         with alone("adapter", "outbound", twin.outbound):
             actual_events = run(model_events(mine("adapter"), actual_script, context))
     except Exception as error:
         actual_events = [f"{type(error).__name__}: {error}"]
-    compare(
+
+    def seen(candidate: Twin) -> tuple[object, object]:
+        expected = run(model_events(candidate.adapter, Script(items, abort_at), context))
+        return (
+            with_unsent_ids_masked(events_seen(expected, expected), sent_ids(items)),
+            with_unsent_ids_masked(events_seen(actual_events, expected), sent_ids(items)),
+        )
+
+    compare_allowed(
         "pi_course/adapter.py OpenAICompatibleModel.stream()，transport 依次给出这些 chunk",
         actual_script.shown(),
-        with_unsent_ids_masked(events_seen(expected, expected), sent_ids(items)),
-        with_unsent_ids_masked(events_seen(actual_events, expected), sent_ids(items)),
+        twin,
+        "adapter.py",
+        seen,
     )
 
 
@@ -757,17 +848,25 @@ def test_compare_adapter_on_the_recordings(
 
 def compare_adapter_named(twin: Twin, items: tuple[object, ...], name: str) -> None:
     context = simple_context()
-    expected = run(model_events(twin.adapter, Script(items), context))
     try:
         with alone("adapter", "outbound", twin.outbound):
             actual = run(model_events(mine("adapter"), Script(items), context))
     except Exception as error:
         actual = [f"{type(error).__name__}: {error}"]
-    compare(
+
+    def seen(candidate: Twin) -> tuple[object, object]:
+        expected = run(model_events(candidate.adapter, Script(items), context))
+        return (
+            with_unsent_ids_masked(events_seen(expected, expected), sent_ids(items)),
+            with_unsent_ids_masked(events_seen(actual, expected), sent_ids(items)),
+        )
+
+    compare_allowed(
         "pi_course/adapter.py OpenAICompatibleModel.stream()",
         f"录制 {name} 读出的 {len(items)} 个 chunk：{Script(items).shown()}",
-        with_unsent_ids_masked(events_seen(expected, expected), sent_ids(items)),
-        with_unsent_ids_masked(events_seen(actual, expected), sent_ids(items)),
+        twin,
+        "adapter.py",
+        seen,
     )
 
 
@@ -980,19 +1079,21 @@ def validated(sse: Any, payload: object) -> tuple[object, str | None]:
 
 
 def compare_payload(twin: Twin, payload: object, *, one_fault: bool = True) -> None:
-    expected, expected_error = validated(twin.sse, payload)
     actual, actual_error = validated(mine("sse"), payload)
     given = f"parse_payload({json.dumps(payload, ensure_ascii=False)})"
-    piece = "pi_course/sse.py parse_payload()"
-    if expected_error is not None:
-        compare(
-            piece,
-            given,
-            {"错误": error_seen(expected_error, expected_error, paths=one_fault)},
-            {"错误": error_seen(actual_error, expected_error, paths=one_fault)} if actual_error else actual,
-        )
-    else:
-        compare(piece, given, expected, actual if actual_error is None else {"错误": actual_error})
+
+    def seen(candidate: Twin) -> tuple[object, object]:
+        expected, expected_error = validated(candidate.sse, payload)
+        if expected_error is not None:
+            return (
+                {"错误": error_seen(expected_error, expected_error, paths=one_fault)},
+                {"错误": error_seen(actual_error, expected_error, paths=one_fault)}
+                if actual_error
+                else actual,
+            )
+        return expected, actual if actual_error is None else {"错误": actual_error}
+
+    compare_allowed("pi_course/sse.py parse_payload()", given, twin, "sse.py", seen)
 
 
 if st is not None:
@@ -1183,14 +1284,21 @@ async def read_events(
 
 
 def compare_reader(twin: Twin, events: list[SSEEvent], strict: bool, name: str | None = None) -> None:
-    expected, expected_error = run(read_events(twin.sse, events, strict))
     actual, actual_error = run(read_events(mine("sse"), events, strict))
     given = name or "依次到达的 event data：" + " ⏎ ".join(event.data for event in events)
-    compare(
-        "pi_course/sse.py read_provider_chunks()（经过给定的 payload 读取）",
-        given,
-        {"chunks": [chunk_seen(c) for c in expected], "结束": exception_seen(expected_error, expected_error)},
-        {"chunks": [chunk_seen(c) for c in actual], "结束": exception_seen(actual_error, expected_error)},
+
+    def seen(candidate: Twin) -> tuple[object, object]:
+        expected, expected_error = run(read_events(candidate.sse, events, strict))
+        return (
+            {
+                "chunks": [chunk_seen(c) for c in expected],
+                "结束": exception_seen(expected_error, expected_error),
+            },
+            {"chunks": [chunk_seen(c) for c in actual], "结束": exception_seen(actual_error, expected_error)},
+        )
+
+    compare_allowed(
+        "pi_course/sse.py read_provider_chunks()（经过给定的 payload 读取）", given, twin, "sse.py", seen
     )
 
 
@@ -1400,26 +1508,47 @@ async def through_transport(
     return Seen(chunks, error, requests, all(body.closed for body in bodies))
 
 
-def transport_seen(seen: Seen, reference: Seen, key: str = KEY) -> dict[str, Any]:
-    message = "" if seen.error is None else f"{type(seen.error).__name__}: {seen.error}"
-    return {
+def transport_seen(seen: Seen, reference: Seen, key: str | None = KEY) -> dict[str, Any]:
+    """What a transport did; ``key=None``: whether the key leaked is not looked at (5.3: that is 5.4's)."""
+    observed: dict[str, Any] = {
         "chunks": [chunk_seen(c) for c in seen.chunks],
         "结束": exception_seen(seen.error, reference.error),
-        "错误信息里有 key": bool(key) and key in message,
         "响应已关闭": seen.closed,
     }
+    if key is not None:
+        observed["错误里有 key"] = bool(key) and key_left_in(seen.error, key)
+    return observed
 
 
-def compare_transport(twin: Twin, exchange: Exchange, name: str | None = None) -> tuple[Seen, Seen]:
-    """The learner's transport beside the reference's on one exchange; both sides, for more checks."""
-    expected = run(through_transport(twin.transport, exchange))
+def key_left_in(error: BaseException | None, key: str) -> bool:
+    """The key anywhere an error carries text: its type and message, its args, its chain."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        texts = [type(error).__name__, str(error), repr(error), *(repr(arg) for arg in error.args)]
+        if any(key in text for text in texts):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
+
+
+def compare_transport(
+    twin: Twin, exchange: Exchange, name: str | None = None, *, keys: bool = True
+) -> tuple[Seen, Seen]:
+    """The learner's transport beside the reference's on one exchange (the reference's side and the
+    learner's, for more checks). ``keys``: also whether the key leaked (5.4's redaction)."""
     with alone("transport", "sse", twin.sse):
         actual = run(through_transport(mine("transport"), exchange))
+    reference = run(through_transport(twin.transport, exchange))
+    key = KEY if keys else None
+
+    def seen(candidate: Twin) -> tuple[object, object]:
+        expected = reference if candidate is twin else run(through_transport(candidate.transport, exchange))
+        return transport_seen(expected, expected, key), transport_seen(actual, expected, key)
+
     piece = "pi_course/transport.py OpenAICompatibleTransport.stream()（httpx.MockTransport）"
-    compare(
-        piece, name or exchange.shown(), transport_seen(expected, expected), transport_seen(actual, expected)
-    )
-    return expected, actual
+    compare_allowed(piece, name or exchange.shown(), twin, "transport.py", seen)
+    return reference, actual
 
 
 @pytest.mark.step("5.3")
@@ -1433,27 +1562,29 @@ def test_compare_transport_over_http_with_the_reference(
     for name, body in recordings():
         for pattern in READ_PATTERNS:
             reads = read_pattern(body, pattern)
-            compare_transport(twin, Exchange(reads=reads), f"录制 {name}，{pattern}")
+            compare_transport(twin, Exchange(reads=reads), f"录制 {name}，{pattern}", keys=False)
             count += 1
         reads = read_pattern(body, "每个事件一次读取")
         quirks = f"录制 {name}，每个事件一次读取，strict=False（connect() 的 transport）"
-        compare_transport(twin, Exchange(reads=reads, strict=False), quirks)
+        compare_transport(twin, Exchange(reads=reads, strict=False), quirks, keys=False)
         count += 1
         for abort_on in range(min(len(reads), 4)):
             compare_transport(
                 twin,
                 Exchange(reads=reads, abort="read", abort_on=abort_on),
                 f"录制 {name}，第 {abort_on + 1} 次读取时 abort()",
+                keys=False,
             )
             count += 1
         compare_transport(
             twin,
             Exchange(reads=reads[:2], broken=True),
             f"录制 {name} 的前两次读取，然后连接断开（错误文本里带着 key）",
+            keys=False,
         )
         count += 1
     for abort in ("before", "headers"):
-        compare_transport(twin, Exchange(reads=[b"data: {}\n\n"], abort=abort))
+        compare_transport(twin, Exchange(reads=[b"data: {}\n\n"], abort=abort), keys=False)
         count += 1
     record_property(COMPARED, count)
 
@@ -1593,8 +1724,6 @@ def test_compare_transport_requests_and_errors_with_the_reference(
 def constructed(transport_module: Any, base_url: str) -> str:
     try:
         transport_module.OpenAICompatibleTransport(base_url=base_url, api_key=KEY)
-    except ValueError:
-        return "ValueError（构造时就拒绝）"
-    except Exception as error:
-        return f"{type(error).__name__}"
+    except Exception:  # which exception is not fixed (the starter's docstring: "must be absolute http(s)")
+        return "构造时就拒绝"
     return "没有拒绝"
