@@ -57,6 +57,7 @@ from pi_course import (
 )
 from pi_course.chapter.contract import open_points
 from pi_course.course.inkernel import await_here
+from pi_course.course.plugin_path.pi_course_check.contract import Fact
 from pi_course.course.starters import reference_sources
 from pi_course.course.twin import Twin, reference_twin
 
@@ -115,6 +116,27 @@ def twin() -> Twin:
     return reference_twin()
 
 
+USUAL = "通常的下一步："
+_hint_recorders: list[Callable[[str, object], None]] = []
+
+
+@pytest.fixture(autouse=True)
+def _next_step(
+    request: pytest.FixtureRequest, record_property: Callable[[str, object], None]
+) -> Iterator[None]:
+    """A check's next step: its docstring's usual one, replaced by the one the first difference
+    gives (``hint_for``) when it fails. Recorded as ``Fact.HINT``: the last one recorded counts."""
+    doc = getattr(request.function, "__doc__", None) or ""
+    usual = [line.strip().removeprefix(USUAL) for line in doc.splitlines() if line.strip().startswith(USUAL)]
+    if usual:
+        record_property(Fact.HINT.value, " ".join(usual))
+    _hint_recorders.append(record_property)
+    try:
+        yield
+    finally:
+        _hint_recorders.pop()
+
+
 def _settings(examples: int) -> Callable[[Any], Any]:
     if st is None:
         return lambda function: function
@@ -163,7 +185,12 @@ class Difference(AssertionError):
     """The first disagreement: what went in, what the reference did, what the learner's code did."""
 
 
-def differ(piece: str, given: str, expected: object, actual: object, *, note: str = "") -> None:
+def differ(
+    piece: str, given: str, expected: object, actual: object, *, note: str = "", hint: str | None = None
+) -> None:
+    """Fail with the 输入 / 期望 / 实际 block; ``hint``: the next step this difference points to."""
+    if hint and _hint_recorders:
+        _hint_recorders[-1](Fact.HINT.value, hint)
     lines = [
         f"部分：{piece}",
         f"输入：{shown(given)}",
@@ -239,7 +266,94 @@ def compare(piece: str, given: str, expected: object, actual: object, note: str 
         f"{where} = {shown(at_path(expected, shown_at))}",
         f"{where} = {shown(at_path(actual, shown_at))}",
         note="；".join(filter(None, [extra, note])),
+        hint=hint_for(piece, path, expected),
     )
+
+
+# --- the next step, from where the first difference is ---------------------------------------------
+
+ADAPTER_HINTS = {
+    "content_index": "pi_course/adapter.py 的 _events()：content 槽位——文本或工具第一次出现时记下 len(content)，"
+    "以后的 delta 与 toolcall_end 都用这个槽位，不用 Provider 的 chunk.index",
+    "delta": "pi_course/adapter.py 的 _events()：事件的 delta 是这个 chunk 带来的片段，不是累积的全文",
+    "partial": "pi_course/adapter.py 的 _events()：先更新对应槽位，再留下 content 的快照（tuple）作为 partial；"
+    "同一个 Provider index 的分片回到同一个 ToolBuffer",
+    "tool_call": "pi_course/adapter.py 的 _events()：tool_calls 结束时解析完整 JSON，toolcall_end 带着 id、name、"
+    "arguments 与 raw_arguments",
+    "reason": "pi_course/adapter.py 的 _events()：终态——finish reason stop / length / tool_calls 对应 "
+    "stop / length / toolUse；取消对应 aborted，其他异常对应 error",
+    "usage": "pi_course/adapter.py 的 _normalized()：缺的计数是 0；缺的 total_tokens 是 input + output",
+    "error_message": "pi_course/adapter.py 的 _events()：error 终态的 error_message——本章给出的文字"
+    "（Provider stream ended without a finish chunk、Invalid provider chunk: …）原样保留",
+    "content": "pi_course/adapter.py 的 _events()：终态消息用的是当时的 content（同一条最终消息）",
+    "stop_reason": "pi_course/adapter.py 的 _events()：终态消息的 stop_reason 与终态事件一致",
+}
+ADAPTER_TYPE_HINT = (
+    "pi_course/adapter.py 的 _events()：事件的种类与顺序——start，每个 chunk 一个 delta 事件，"
+    "tool_calls 结束时每个工具一个 toolcall_end，最后恰好一个 done 或 error"
+)
+TRANSPORT_HINTS = {
+    "chunks": "pi_course/transport.py 的 stream()：响应体的读取交给 iter_sse_events()，再交给 self.read_chunks()",
+    "结束": "pi_course/transport.py 的 stream()：abort 以 AbortError 结束（原样放行）；其他错误脱敏后抛出 "
+    "ProviderTransportError；_reads() 里发送与每次读取都和 signal 赛跑（AbortRace）",
+    "响应已关闭": "pi_course/transport.py 的 _reads()：response.aclose() 写在 finally 里，正常结束、出错与取消都经过它",
+    "错误里有 key": "pi_course/transport.py 的 _Secret.redact() 与 stream()：错误离开 transport 之前把 key 换成 "
+    "[redacted]，并在 except 块外抛出，链上（__context__、__cause__）不留原来的错误",
+    "url": "pi_course/transport.py 的 chat_completions_url()：base_url 去掉末尾斜杠，再加 /chat/completions",
+    "headers": "pi_course/transport.py 的 _headers()：Accept: text/event-stream、Content-Type: application/json、"
+    "Authorization: Bearer <key>",
+    "body": "pi_course/transport.py 的 request_body()：请求原样，加上 stream: true 与 stream_options.include_usage",
+    "method": "pi_course/transport.py 的 _reads()：POST 到 chat_completions_url()",
+}
+READER_HINTS = {
+    "finish": "pi_course/sse.py 的 read_provider_chunks()：finish reason 先记住，usage 逐字段合并（后来的只覆盖它带来的"
+    "字段），[DONE] 或输入结束时产出唯一的 FinishChunk",
+    "结束": "pi_course/sse.py 的 read_provider_chunks()：data 为 [DONE] 时停止；parse_payload() 的错误原样抛出",
+    "chunks": "pi_course/sse.py 的 read_provider_chunks()：每条 payload 的 chunks 按顺序产出",
+}
+OUTBOUND_HINTS = {
+    "tools": "pi_course/outbound.py 的 to_provider_tools()：每个 ToolDefinition 包成 {type: function, function: "
+    "{name, description, parameters}}；没有工具时返回 None，请求里没有 tools 键",
+    "tool_calls": "pi_course/outbound.py 的 _assistant_to_wire()：tool_calls 里每个调用的 id、type、function.name，"
+    "arguments 优先用 raw_arguments",
+    "system": "pi_course/outbound.py 的 to_provider_messages()：system prompt 变成第一条 system message",
+    "user": "pi_course/outbound.py 的 to_provider_messages()：user 的 text block 合并成一个字符串",
+    "assistant": "pi_course/outbound.py 的 _assistant_to_wire()：文字进 content（没有文字是 None），工具调用进 tool_calls",
+    "tool": "pi_course/outbound.py 的 to_provider_messages()：toolResult 写成 role: tool，带 tool_call_id、name 与文字",
+}
+
+
+def hint_for(piece: str, path: Path, expected: object) -> str | None:
+    """The next step the first difference points to: the function, and what it should do there."""
+    keys = [key for key in path if isinstance(key, str)]
+    if piece.startswith("pi_course/adapter.py"):
+        if keys[:1] == ["type"] or not keys:
+            return ADAPTER_TYPE_HINT
+        return next((ADAPTER_HINTS[key] for key in reversed(keys) if key in ADAPTER_HINTS), None)
+    if piece.startswith("pi_course/transport.py：发出的请求") or piece.startswith("pi_course/transport.py O"):
+        return next((TRANSPORT_HINTS[key] for key in keys if key in TRANSPORT_HINTS), None)
+    if piece.startswith("pi_course/transport.py chat_completions_url"):
+        return TRANSPORT_HINTS["url"]
+    if piece.startswith("pi_course/sse.py read_provider_chunks"):
+        if path[:1] == ("chunks",) and len(path) > 1 and isinstance(path[1], int):
+            chunk = at_path(expected, path[:2])
+            if isinstance(chunk, list) and chunk[:1] == ["finish"]:
+                return READER_HINTS["finish"]
+        return READER_HINTS.get(keys[0]) if keys else None
+    if piece.startswith("pi_course/sse.py parse_payload"):
+        named = at_path(expected, ("错误",))
+        if isinstance(named, str) and named.startswith(INVALID):
+            return f"pi_course/sse.py 的 parse_payload()：{json_path(named)} 这一层的收窄（错误写出这个 JSON 路径）"
+        return "pi_course/sse.py 的 parse_payload()：合法的 payload 得到的 chunks、finish reason 与 usage"
+    if piece.startswith("pi_course/outbound.py"):
+        if keys[:1] == ["tools"]:
+            return OUTBOUND_HINTS["tools"]
+        if "tool_calls" in keys:
+            return OUTBOUND_HINTS["tool_calls"]
+        if keys[:1] == ["messages"] and len(path) > 1:
+            role = at_path(expected, (*path[:2], "role"))
+            return OUTBOUND_HINTS.get(role) if isinstance(role, str) else None
+    return None
 
 
 def allowed_twins(twin: Twin, file: str) -> Iterator[tuple[tuple[str, ...], Twin]]:
@@ -327,7 +441,7 @@ def error_seen(message: str | None, reference: str | None, *, paths: bool = Fals
         if FIXED_WORDING.match(reference):
             return reference if message.startswith(reference) else message
         return f"{INVALID}{json_path(message)} …"
-    return "（一条错误信息）" if isinstance(message, str) else message
+    return "（一条错误信息）" if isinstance(message, str) else message  # its words are not fixed, "" neither
 
 
 def json_path(message: str) -> str:
@@ -569,8 +683,12 @@ def compare_public_names() -> None:
             )
 
 
+FROZEN_SENTENCE = "pi_course/protocol.py 的说明：Everything is a frozen dataclass holding tuples."
+
+
 def compare_frozen_types() -> None:
-    """API.md: "All are frozen dataclasses; sequences are tuples" — ToolDefinition and AgentContext.tools too."""
+    """protocol.py's docstring: "Everything is a frozen dataclass holding tuples" — ToolDefinition and
+    AgentContext.tools too."""
     tool_definition = mine("protocol").ToolDefinition
     tool = tool_definition("read", "Read a file", {"type": "object"})
     try:
@@ -579,14 +697,24 @@ def compare_frozen_types() -> None:
     except (AttributeError, TypeError):  # dataclasses.FrozenInstanceError is an AttributeError
         changed = "不能改（frozen）"
     if changed != "不能改（frozen）":
-        differ("pi_course/protocol.py ToolDefinition", "tool.name = 'write'", "不能改（frozen）", changed)
+        differ(
+            "pi_course/protocol.py ToolDefinition",
+            "tool.name = 'write'",
+            "不能改（frozen）",
+            changed,
+            note=FROZEN_SENTENCE,
+            hint="pi_course/protocol.py 的 ToolDefinition：和文件里其他类型一样写成 @dataclass(frozen=True)",
+        )
     stored = AgentContext((UserMessage((TextContent("x"),), 1),), tools=[tool]).tools  # type: ignore[arg-type]
     if type(stored) is not tuple:
         differ(
             "pi_course/protocol.py AgentContext",
             "AgentContext(messages, tools=[ToolDefinition(...)])（一个 list）",
-            "context.tools 是 tuple（API.md：sequences are tuples）",
+            "context.tools 是 tuple",
             f"context.tools 是 {type(stored).__name__}",
+            note=FROZEN_SENTENCE,
+            hint="pi_course/protocol.py 的 AgentContext.__post_init__()：tools 不是 None 时也用 _frozen_tuple() "
+            "变成 tuple，和 messages 一样",
         )
 
 
@@ -601,7 +729,7 @@ def test_compare_outbound_with_the_reference(
     twin: Twin, record_property: Callable[[str, object], None]
 ) -> None:
     """出站转换与本章参考一致：主线与章节 context、以及生成的各种 context，请求逐字段相同
-    下一步：pi_course/outbound.py：看「实际（你的代码）」与「期望（本章参考）」第一处不同的字段，对照章节“把消息写成 Provider 请求”
+    通常的下一步：pi_course/outbound.py：看「实际（你的代码）」与「期望（本章参考）」第一处不同的字段，对照章节“把消息写成 Provider 请求”
     """
     compare_public_names()
     compare_frozen_types()
@@ -815,7 +943,7 @@ def test_compare_adapter_with_the_reference(
     twin: Twin, record_property: Callable[[str, object], None]
 ) -> None:
     """adapter 与本章参考一致：同样的 chunk 序列（交错、迟到的 name、任意一处 abort 或异常），事件与每个 partial 相同
-    下一步：pi_course/adapter.py：按「输入」里的 chunk 顺序走一遍你的状态机，看第一处不同的事件
+    通常的下一步：pi_course/adapter.py：按「输入」里的 chunk 顺序走一遍你的状态机，看第一处不同的事件
     """
     count = 0
     for items in adapter_fixture_scripts():
@@ -834,7 +962,7 @@ def test_compare_adapter_on_the_recordings(
     twin: Twin, record_property: Callable[[str, object], None]
 ) -> None:
     """adapter 与本章参考一致：课程自带的每段录制流，经参考实现读成 chunk 以后，事件与最终消息相同
-    下一步：pi_course/adapter.py：看「输入」是哪段录制、第一处不同的事件
+    通常的下一步：pi_course/adapter.py：看「输入」是哪段录制、第一处不同的事件
     """
     count = 0
     for name, body in recordings():
@@ -1025,7 +1153,7 @@ def test_compare_sse_decoder_with_the_reference(
     twin: Twin, record_property: Callable[[str, object], None]
 ) -> None:
     """SSE 解码与本章参考一致：每段录制在四种读取方式下，以及生成的字节流（各种行尾、BOM、注释、字段、未结束的尾巴、任意切分），每次读取完成的事件相同
-    下一步：pi_course/sse.py 的 SSEDecoder.feed()：按「输入」的读取顺序走一遍行缓冲，看哪次读取少了或多了事件
+    通常的下一步：pi_course/sse.py 的 SSEDecoder.feed()：按「输入」的读取顺序走一遍行缓冲，看哪次读取少了或多了事件
     """
     count = 0
     for reads in FIELD_RULES:
@@ -1190,7 +1318,7 @@ def test_compare_payload_validation_with_the_reference(
     twin: Twin, record_property: Callable[[str, object], None]
 ) -> None:
     """外部数据验证与本章参考一致：生成的 payload（合法的，以及任意一个 JSON 路径上形状不对的），得到的 chunk、finish reason、usage 或者错误所指的 JSON 路径相同
-    下一步：pi_course/sse.py 的 parse_payload()：按「输入」的 payload 逐个字段走一遍收窄，看哪一个字段的处理不同
+    通常的下一步：pi_course/sse.py 的 parse_payload()：按「输入」的 payload 逐个字段走一遍收窄，看哪一个字段的处理不同
     """
     count = 0
     for payload in single_faults():
@@ -1363,7 +1491,7 @@ def test_compare_chunk_reader_with_the_reference(
     twin: Twin, record_property: Callable[[str, object], None]
 ) -> None:
     """chunk 读取与本章参考一致：每段录制（严格读取与 connect() 的读取），以及生成的 payload 序列（尾随 usage、重复的 usage、[DONE] 之后的数据、坏数据），chunk 与结束方式相同
-    下一步：pi_course/sse.py 的 read_provider_chunks()：finish reason 先记住，usage 逐字段合并（后来的只覆盖它带来的字段），流结束时产出一个 FinishChunk
+    通常的下一步：pi_course/sse.py 的 read_provider_chunks()：finish reason 先记住，usage 逐字段合并（后来的只覆盖它带来的字段），流结束时产出一个 FinishChunk
     """
     count = 0
     count += on_generated(
@@ -1556,7 +1684,7 @@ def test_compare_transport_over_http_with_the_reference(
     twin: Twin, record_property: Callable[[str, object], None]
 ) -> None:
     """HTTP transport 与本章参考一致：每段录制作为响应体，四种读取方式，任意一次读取时 abort()，读完后断线，chunk 与结束方式相同，响应都被关闭
-    下一步：pi_course/transport.py 的 stream() 与 _reads()：按「输入」的响应走一遍：读取交给 iter_sse_events，abort 结束为 AbortError，其他错误脱敏后抛出，finally 里关闭响应
+    通常的下一步：pi_course/transport.py 的 stream() 与 _reads()：按「输入」的响应走一遍：读取交给 iter_sse_events，abort 结束为 AbortError，其他错误脱敏后抛出，finally 里关闭响应
     """
     count = 0
     for name, body in recordings():
@@ -1676,7 +1804,7 @@ def test_compare_transport_requests_and_errors_with_the_reference(
     twin: Twin, record_property: Callable[[str, object], None]
 ) -> None:
     """请求与错误与本章参考一致：发出的请求（URL、header、body，key 只比较位置）、HTTP 错误状态、content type、带 key 的底层错误、任意时刻的 abort，结果相同且 key 从不出现在错误里
-    下一步：pi_course/transport.py：按「输入」看第一处不同：URL 与 header（_headers、chat_completions_url）、body（request_body）、错误脱敏（_Secret.redact）
+    通常的下一步：pi_course/transport.py：按「输入」看第一处不同：URL 与 header（_headers、chat_completions_url）、body（request_body）、错误脱敏（_Secret.redact）
     """
     count = 0
 

@@ -168,6 +168,14 @@ POINTS: tuple[Point, ...] = (
     ),
     Point(
         "5.2",
+        "provider 后来才给出的 id",
+        FIXED,
+        "跨章保持不变的是……同一轮内 id 从 Provider 输出一直进入 assistant 的配对关系。",
+        "provider 在后面的分片里才给出 id（或 name）时，从那以后的 partial 与最终消息都带着它；"
+        "空字符串不是 id，不覆盖已有的",
+    ),
+    Point(
+        "5.2",
         "abort() 之后 transport 抛出的不是 AbortError",
         OPEN,
         "取消对应 aborted，其他异常对应 error。……AbortError 保持原来的名称，adapter 才能识别取消。",
@@ -245,7 +253,7 @@ POINTS: tuple[Point, ...] = (
         OPEN,
         "transport 抛出的异常会沿用当前 content 生成 error message。",
         "本章与聚焦测试给出的文字（Provider stream ended without a finish chunk、Invalid provider chunk: 与 "
-        "JSON 路径）逐字比较；其他错误只比较有没有 error_message",
+        "JSON 路径）逐字比较；其他错误只比较 error_message 是一个字符串（空的也接受）",
         examples=(
             Edit(
                 _ADAPTER,
