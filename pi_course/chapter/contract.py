@@ -137,6 +137,21 @@ POINTS: tuple[Point, ...] = (
     ),
     Point(
         "5.1",
+        "arguments 是 None 以外的假值",
+        OPEN,
+        "call.rawArguments ?? JSON.stringify(call.arguments ?? {})",
+        "章节写 ?? {}（只有 null 变成 {}）；arguments 是 [] 或 0 这样的假值不在比较的输入里："
+        "写成 Python 的 or {} 也接受",
+        examples=(
+            Edit(
+                _OUTBOUND,
+                "json_stringify(call.arguments if call.arguments is not None else {})",
+                "json_stringify(call.arguments or {})",
+            ),
+        ),
+    ),
+    Point(
+        "5.1",
         "没有工具就没有 tools 键",
         FIXED,
         "没有工具时返回 undefined，请求体也就不会带一个空数组。",
