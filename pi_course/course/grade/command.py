@@ -24,7 +24,7 @@ from ..sandbox import SandboxError, choose, not_sandboxed_line
 from .discovery import GradeError, discover
 from .gradebook import GradebookError, Points, Student, parse_points, read_roster, to_csv
 from .page import to_html
-from .records import Graded
+from .records import Graded, status_said
 from .report import _printable, _seconds, table
 from .runner import grade
 from .similarity import near_identical
@@ -125,7 +125,8 @@ def run(
         done.append(graded)
         record = graded.record
         line = (
-            f"[{len(done)}/{total}] {_printable(record['name'])}: {record['status']} ({_seconds(record)} s)"
+            f"[{len(done)}/{total}] {_printable(record['name'])}：{status_said(record['status'])}"
+            f"（{_seconds(record)} 秒）"
         )
         print(line, file=sys.stderr, flush=True)
 
