@@ -110,7 +110,7 @@ def test_the_class_report_shows_every_row_and_each_copys_check_output(tmp_path: 
             expect(figures.nth(1).locator("svg")).to_contain_text(
                 "test_sse_interleaved_tool_arguments_are_recovered_by_index_with_trailing_usage"
             )
-            assert "…" not in figures.nth(1).locator("svg").inner_text()
+            assert "…" not in (figures.nth(1).locator("svg").text_content() or "")
             # The untouched copy is "not started", the syntax error "cannot import": two bars, not one.
             expect(figures.nth(1).locator("svg")).to_contain_text("没开始：第一次红灯")
             expect(figures.nth(1).locator("svg")).to_contain_text("无法导入 pi_course")

@@ -443,6 +443,11 @@ def test_stuck_means_failing_in_a_step_the_copy_has_reached() -> None:
         assert html.escape(name) in page.replace('</tspan><tspan x="0" dy="13">', ""), name
     assert "…" not in page.split("卡住最多的地方")[1].split("</figure>")[0]
     assert "2/2 份失败" in page and "1/2 份失败" in page  # out of the two copies that reached 5.2
+    from pi_course.course.grade.page import wrapped
+
+    long = "test_sse_abort_during_a_blocked_read_ends_aborted_and_closes_the_response"
+    assert wrapped(long) == ["test_sse_abort_during_a_blocked_read_ends_aborted_and_closes_", "the_response"]
+    assert "".join(wrapped("x" * 150)) == "x" * 150 and wrapped("没开始") == ["没开始"]
 
 
 def test_the_page_says_it_in_chinese_and_counts_beyond_one_way() -> None:

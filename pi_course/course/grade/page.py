@@ -168,14 +168,14 @@ def wrapped(text: str, width: int = 64) -> list[str]:
     lines: list[str] = []
     rest = text
     while _width(rest) > width:
-        cut, used = 0, 0
+        cut, used, index = 0, 0, 0
         for index, char in enumerate(rest):
             used += _width(char)
             if used > width:
                 break
-            if char in "_ ）)]" or used == width:
-                cut = index + 1
-        cut = cut or max(1, index)
+            if char in "_ ）)]":
+                cut = index + 1  # the last place a line may end: after a word of the name
+        cut = cut or max(1, index)  # one unbroken run longer than a line: cut where it is full
         lines.append(rest[:cut])
         rest = rest[cut:]
     return [*lines, rest]
