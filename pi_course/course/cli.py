@@ -250,8 +250,8 @@ def _serve(host: str, port: int, api_key: str | None = None) -> int:
         reason = error.strerror or str(error)
         _say(f"无法在 {host}:{port} 上启动本地 provider：{reason}。换一个端口（--port）或地址（--host）。")
         return 1
-    checked = "any other Bearer key gets 401" if api_key else "no API key checked"
-    print(f"pi_course local provider on http://{host}:{port}/v1 ({checked}; Ctrl-C stops it)")
+    checked = "别的 Bearer key 一律回答 401" if api_key else "不检查 API key"
+    print(f"pi_course 本地 provider：http://{host}:{port}/v1（{checked}；Ctrl-C 停止）", flush=True)
     run_server(host, port, api_key)
     return 0
 

@@ -339,13 +339,13 @@ def test_base_url_without_a_model(
 @pytest.mark.parametrize(
     ("value", "says"),
     [
-        ("garbage", "does not start with http"),
-        ("api.openai.com/v1", "does not start with http"),
-        ("localhost:8000/v1", "does not start with http"),
+        ("garbage", "不是以 http:// 或 https:// 开头"),
+        ("api.openai.com/v1", "不是以 http:// 或 https:// 开头"),
+        ("localhost:8000/v1", "不是以 http:// 或 https:// 开头"),
         ("ftp://example.com/v1", "ftp://"),
-        ("http://[::1", "not a valid URL"),
-        ("http://localhost:99999/v1", "not a valid URL"),
-        ("http:///v1", "names no host"),
+        ("http://[::1", "不是有效的 URL"),
+        ("http://localhost:99999/v1", "不是有效的 URL"),
+        ("http:///v1", "里没有主机名"),
     ],
 )
 def test_a_malformed_base_url(

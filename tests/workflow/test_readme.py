@@ -145,6 +145,6 @@ def test_every_readme_block_works_pasted_into_a_fresh_shell(tmp_path: Path) -> N
     assert [row["name"] for row in rows] == ["ada"] and (home / "class.html").is_file()
     assert (home / "class.csv").read_text(encoding="utf-8-sig").startswith("student,")
 
-    assert "pi_course local provider on http://127.0.0.1:8765/v1" in one("pi_course serve").output
+    assert "pi_course 本地 provider：http://127.0.0.1:8765/v1" in one("pi_course serve").output
     chat = one("chat 读取 README.md")
     assert chat.code == 0 and "toolcall_end   #0 read" in chat.output, chat.output
