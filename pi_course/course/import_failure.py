@@ -49,7 +49,7 @@ def import_failure_line(error: str, where: tuple[str, int] | None = None) -> str
         place = f"（{where[0]} 第 {where[1]} 行要用它）" if where else ""
         if IN_BROWSER:
             return f"pi_course 无法导入：没有安装 {missing['name']}{place}。"
-        fix = use_instead(course_python(PACKAGE.parent), CHECK_COMMAND.removeprefix("python "))
+        fix = use_instead(course_python(PACKAGE.parent), _command_run())
         return f"pi_course 无法导入：这个 Python（{sys.executable}）没有安装 {missing['name']}{place}。{fix}"
     if where is None:
         return f"pi_course 无法导入：{error}。下一步：改好它，再运行 {CHECK_COMMAND}。"
@@ -57,6 +57,14 @@ def import_failure_line(error: str, where: tuple[str, int] | None = None) -> str
         f"{where[0]} 第 {where[1]} 行：{error}（pi_course 无法导入）。"
         f"下一步：改好这一行，再运行 {CHECK_COMMAND}。"
     )
+
+
+def _command_run() -> str:
+    """The ``-m pi_course …`` command this process runs (``chat``, ``serve``), else ``check 05``'s."""
+    main = Path(sys.argv[0]) if sys.argv else Path()
+    if main.name == "__main__.py" and main.parent.name == "pi_course":
+        return " ".join(["-m pi_course", *sys.argv[1:]])
+    return CHECK_COMMAND.removeprefix("python ")
 
 
 def within_package(file: str, root: Path) -> str | None:

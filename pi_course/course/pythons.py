@@ -15,8 +15,9 @@ from pathlib import Path
 # In a practice copy's root: the interpreter that ran ``practice`` (one line, its absolute path).
 MADE_BY = ".pi_course_python"
 # What the course's commands import beyond the standard library ([lab]): a Python without one of
-# them cannot check a copy or open its notebooks.
-NEEDED = ("httpx", "pytest", "jupyterlab")
+# them cannot check a copy (TO_CHECK), or cannot open its notebooks either (NEEDED).
+TO_CHECK = ("httpx", "pytest", "anyio")
+NEEDED = (*TO_CHECK, "jupyterlab")
 
 
 def _runs(path: Path) -> bool:
@@ -53,11 +54,11 @@ def record(root: Path) -> None:
     (root / MADE_BY).write_text(str(Path(sys.executable).absolute()) + "\n", encoding="utf-8")
 
 
-def missing_packages() -> list[str]:
-    """What of :data:`NEEDED` the running Python lacks."""
+def missing_packages(needed: tuple[str, ...] = NEEDED) -> list[str]:
+    """What of ``needed`` the running Python lacks."""
     import importlib.util
 
-    return [name for name in NEEDED if importlib.util.find_spec(name) is None]
+    return [name for name in needed if importlib.util.find_spec(name) is None]
 
 
 def name_of(python: Path) -> str:

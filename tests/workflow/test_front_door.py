@@ -189,3 +189,35 @@ def test_practice_with_this_python_without_site_packages_makes_nothing(tmp_path:
     [line] = result.stderr.strip().splitlines()
     assert "没有安装 httpx" in line and "没有创建任何文件" in line and "pi-course[lab]" in line
     assert list(tmp_path.iterdir()) == []
+
+
+def test_grade_with_a_python_without_the_course_grades_nothing(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Every copy would read as one that does not import: refused, naming the clone's Python."""
+    clone = tmp_path / "clone"
+    venv_python = fake_venv(clone)
+    monkeypatch.setattr(grade_command, "missing_packages", lambda needed: ["httpx"])
+    monkeypatch.setattr(grade_command, "course_root", lambda: clone)
+    monkeypatch.setattr(grade_command.sys, "argv", ["-m", "grade", "05", "class", "--csv", "c.csv"])
+    out = tmp_path / "c.csv"
+    assert grade_command.run([str(tmp_path)], csv_file=str(out)) == 2
+    line = capsys.readouterr().err.strip()
+    assert line.startswith("grade 05：这个 Python（") and "没有安装 httpx" in line and "没有评分" in line
+    assert line.endswith(
+        f"请写成 {venv_python} -m pi_course grade 05 class --csv c.csv"
+        f"（或先 source {venv_python.parent / 'activate'}，之后的 python 就是它）。"
+    )
+    assert not out.exists()
+
+
+def test_a_missing_dependency_names_the_command_that_was_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pi_course.course import import_failure
+
+    monkeypatch.setattr(import_failure.sys, "argv", [str(ROOT / "pi_course" / "__main__.py"), "chat", "hi"])
+    line = import_failure.import_failure_line("ModuleNotFoundError: No module named 'httpx'")
+    assert "-m pi_course chat hi" in line and "check 05" not in line, line
+    monkeypatch.setattr(import_failure.sys, "argv", ["pytest"])
+    assert "-m pi_course check 05" in import_failure.import_failure_line(
+        "ModuleNotFoundError: No module named 'x'"
+    )
