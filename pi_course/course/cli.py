@@ -315,7 +315,7 @@ def _check_command(commands: _Commands) -> None:
         help="run the focused tests and the checks beyond the chapter; the last line is the verdict",
     )
     check.add_argument("chapter", choices=["05"])
-    check.add_argument("--step", choices=STEP_NUMBERS, help="one step's focused tests alone")
+    check.add_argument("--step", choices=STEP_NUMBERS, help="one step, with every step before it")
     which = check.add_mutually_exclusive_group()
     which.add_argument(
         "--path",
@@ -355,18 +355,20 @@ def _check_options(args: argparse.Namespace, check: argparse.ArgumentParser) -> 
 
 def _run_check(args: argparse.Namespace) -> int:
     from .check import check_command
+    from .request import CheckRequest
 
-    return check_command(
-        args.step,
-        args.path,
+    request = CheckRequest(
+        step=args.step,
+        path=args.path,
         reference=args.reference,
-        as_json=args.json,
         course_only=args.course_only,
         verbose=args.verbose,
+        as_json=args.json,
         rules=args.rules,
         sandbox=args.sandbox,
         assembled=args.assembled,
     )
+    return check_command(request)
 
 
 # --- checkpoint --------------------------------------------------------------------------------------

@@ -26,11 +26,13 @@ from pi_course.chapter.rules import RULES
 from pi_course.chapter.steps import STEPS, step
 from pi_course.course import advice, import_failure, probe, stubs, testrun
 from pi_course.course.advice import failure_lines, next_step_lines
-from pi_course.course.check import check, check_record, verdict_of
+from pi_course.course.check import check, check_record
+from pi_course.course.judgement import judge
 from pi_course.course.plugin_path.pi_course_check.contract import PLUGIN, TIMEOUT_VARIABLE
 from pi_course.course.practice import create_practice
 from pi_course.course.report import BeyondCheck, Detail, Report
 from pi_course.course.results import read_junit
+from pi_course.course.rulestate import rule_results
 from pi_course.course.testrun import run_tests
 
 ROOT = Path(__file__).parents[2]
@@ -193,15 +195,15 @@ def test_a_beyond_check_counts_once_its_steps_pass() -> None:
               BeyondCheck("test_old", True))  # fmt: skip
     half = Report({**done, "5.4": 1}, failures=(("test_fetch_transport_x", ""),), beyond=checks)
     assert [half.beyond_state(c) for c in checks] == ["passed", "pending", "pending"]
-    verdict = verdict_of(half)
+    verdict = judge(half)
     assert not verdict.done and verdict.line.startswith(
         "第 05 章：未完成——实践 5.4 fetch transport 与密钥脱敏（1/2 通过）"
     )
     full = Report(done, beyond=checks)
     assert [full.beyond_state(c) for c in checks] == ["passed", "failed", "passed"]
-    assert verdict_of(full).line == "第 05 章：未完成——本章之外的检查：B（test_b）"
-    assert verdict_of(Report(done, beyond=checks[:1])).line == "第 05 章：完成"
-    assert verdict_of(Report(done), beyond=False).line == "第 05 章聚焦测试：完成"
+    assert judge(full).line == "第 05 章：未完成——本章之外的检查：B（test_b）"
+    assert judge(Report(done, beyond=checks[:1])).line == "第 05 章：完成"
+    assert judge(Report(done), beyond=False).line == "第 05 章聚焦测试：完成"
 
 
 def test_every_beyond_check_names_its_step_once() -> None:
@@ -634,7 +636,11 @@ def test_one_cause_behind_several_failures_is_named_once() -> None:
     )
     report = Report({"5.3": 0}, failures=tuple((name, "") for name in SSE_TESTS),
                     details=dict.fromkeys(SSE_TESTS, cut))  # fmt: skip
-    heads = [line for line in next_step_lines(report, (step("5.3"),)) if line.startswith("  ✗ ")]
+    heads = [
+        line
+        for line in next_step_lines(report, (step("5.3"),), rule_results(report))
+        if line.startswith("  ✗ ")
+    ]
     assert heads[0] == f"  ✗ {SSE_TESTS[0]} — 下一步：看 {advice.FRAMING_HINT}"
     assert advice.FRAMING_HINT.startswith("pi_course/sse.py 的 SSEDecoder.feed()：行缓冲")
     assert heads[1:] == [f"  ✗ {name} — 下一步：同上" for name in SSE_TESTS[1:]]
