@@ -164,12 +164,33 @@ def predict(*predictions: object) -> None:
             raise PredictionNeeded(ASK_QUESTION)
         print(ASK_QUESTION)
         return
-    shown = predictions[0] if len(predictions) == 1 else predictions
+    _say_predictions(predictions, _this_cell())
+
+
+def _say_predictions(predictions: Sequence[object], cell: Mapping[str, Any]) -> None:
+    """The learner's predictions, then a verdict for each one the cell stores an answer to."""
+    _session.judged = _session.run
+    shown = predictions[0] if len(predictions) == 1 else tuple(predictions)
     print(f"你的预测：{shown!r}（答案在下面，和上面折叠的「看答案」对照）")
-    answers = _this_cell().get("metadata", {}).get(METADATA_KEY, {}).get("answers") or []
+    answers = cell.get("metadata", {}).get(METADATA_KEY, {}).get("answers") or []
     for number, (prediction, answer) in enumerate(zip(predictions, answers, strict=False), 1):
         if answer:
             print(judge(prediction, answer, number if len(predictions) > 1 else None))
+
+
+def _predicted(source: str, namespace: Mapping[str, object]) -> list[object] | None:
+    """The values ``predict(...)`` in ``source`` would have been given, read from the kernel."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "predict":
+            names = [arg.id for arg in node.args if isinstance(arg, ast.Name)]
+            if len(names) == len(node.args) and all(name in namespace for name in names):
+                return [namespace[name] for name in names]
+            return None
+    return None
 
 
 def _this_cell() -> dict[str, Any]:
@@ -382,7 +403,11 @@ def expected_bundle(expected: Sequence[Mapping[str, str]] | None) -> dict[str, s
     if not expected:
         note = "（这一格改动过，找不到参考实现的输出。）"
         return {"text/plain": f"预期输出：{note}", "text/html": f"<p><b>预期输出</b>{html.escape(note)}</p>"}
-    plain = "\n".join(item.get("text/plain", "").rstrip("\n") for item in expected)
+    plain = "\n".join(
+        item.get("text/plain", "").rstrip("\n")
+        for item in expected
+        if not item.get("text/plain", "").startswith("<IPython.core.display.")  # its HTML is the output
+    )
     parts = []
     for item in expected:
         if "text/html" in item:
@@ -409,6 +434,7 @@ class _Session:
     handled: bool = False
     run: int = 0  # cells run since begin() (0: not in IPython)
     asked: int = -1  # the run in which reveal() last asked for a prediction
+    judged: int = -1  # the run in which the predictions were last said and judged
     handler: bool = False  # begin() installed the handler: reveal() may stop a cell
     stale: freshness.Stale | None = None  # this cell must not run: the line says why
     restart: freshness.Stale | None = None  # found once, said before every cell until a restart
@@ -641,6 +667,9 @@ def _show(line: str, source: str, shell: Any = None) -> None:
         return
     cell = find_cell(source, Path.cwd(), _notebook_name(shell), _session.cell_id) or {}
     ours = cell.get("metadata", {}).get(METADATA_KEY, {})
+    predicted = _predicted(source, shell.user_ns) if shell is not None and kind == "written" else None
+    if predicted is not None and _session.judged != _session.run:  # it stopped before predict()
+        _say_predictions(predicted, cell)
     if ours.get("show_expected", True) is False:  # the book's output would speak of the book, not the copy
         print(OWN_CODE_ONLY)
         _session.handled = True
