@@ -418,7 +418,8 @@ def expected_bundle(expected: Sequence[Mapping[str, str]] | None) -> dict[str, s
         '<div style="border-left:4px solid var(--jp-warn-color1, #f0a000);padding:4px 10px;'
         'background:var(--jp-layout-color2, transparent);color:var(--jp-ui-font-color1, inherit)">'
         '<div style="font-weight:bold;margin-bottom:4px">预期输出（参考实现的真实输出）</div>'
-        f"{''.join(parts)}</div>"
+        # a long table (05-7's 42 recordings) scrolls inside the box: the cells after it stay in reach
+        f'<div style="max-height:32em;overflow:auto">{"".join(parts)}</div></div>'
     )
     return {"text/plain": "预期输出：\n" + plain, "text/html": box}
 

@@ -222,14 +222,14 @@ def test_a_fresh_copy_opens_the_answer_once_the_prediction_is_written(
     assert not result["errors"], result["errors"]
     question = _cell(page, "my_count = ...")
     output = _output(page, question)
-    expect(output).to_contain_text("预期输出才会显示")
+    expect(output).to_contain_text("写下预测之后才显示")
     _write_and_run(page, question, "my_count = ...", "my_count = 3  # 我的预测")
     _write_and_run(page, question, "my_first_role = ...", 'my_first_role = "system"')
     expect(output).to_contain_text("需要先完成实践 5.1")
     expect(output).to_contain_text("✗ 第 1 个预测不对：你写的是 3，答案是 4。")
     expect(output).to_contain_text("✓ 第 2 个预测对了")
-    box = output.locator("div", has_text="预期输出（参考实现的真实输出）").last
-    expect(box).to_contain_text('"role": "tool"')  # the reference's real output, found after the edit
+    expect(output).to_contain_text("预期输出（参考实现的真实输出）")
+    expect(output).to_contain_text('"role": "tool"')  # the reference's real output, found after the edit
     expect(output).not_to_contain_text("找不到")
     output.scroll_into_view_if_needed()
     page.screenshot(path=str(SHOTS / "predict-fresh-05-1-written-light.png"))

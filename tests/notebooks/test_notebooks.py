@@ -243,13 +243,22 @@ def test_the_chapter_ends_with_a_questionnaire_whose_answers_are_folded() -> Non
         assert rest.strip().endswith("</details>") and rest.strip() != "</details>", question[:60]
         assert "对照答案" not in asked
     headings = "\n".join(source(cell) for cell in cells(QUESTIONNAIRE) if source(cell).startswith("## 05-"))
-    for path in NOTEBOOKS[1:]:  # 05-1 … 05-6: every practice step, the break-it and the migration
+    for path in ALL[1:-1]:  # 05-1 … 05-7: every practice step, the break-it, the migration, the recordings
         assert f"]({path.name})" in headings, f"no questions on {path.name}"
+    asked = [question.partition("<details>")[0].strip() for question in questions]
+    thinking = sum(bool(re.search(r"为什么|如果|会怎样|哪一种|哪种|说明了什么", text)) for text in asked)
+    assert thinking >= 2 * len(asked) / 3, f"{thinking} of {len(asked)} ask why or what if: the rest is recall"
+    bodies = [re.sub(r"^\*\*\d+\. ", "", text) for text in asked]
+    assert len(set(bodies)) == len(bodies), "a question asked twice"
+    questions_before = "\n".join(source(cell) for path in ALL[:-1] for cell in cells(path))
+    for body in bodies:  # not an earlier question word for word
+        for sentence in re.split(r"(?<=[？?])", body.rstrip("*")):
+            assert len(sentence) < 12 or sentence not in questions_before, sentence
     overview = "\n".join(source(cell) for cell in cells(NOTEBOOKS[0]))
     assert "](05-8-questionnaire.ipynb)" in overview
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.stem)
+@pytest.mark.parametrize("path", ALL[:-1], ids=lambda path: path.stem)
 def test_each_summary_asks_open_what_if_questions(path: Path) -> None:
     summary = [source(cell) for cell in cells(path) if "## 小结" in source(cell)]
     assert summary, f"{path.name}: no 小结"
