@@ -253,6 +253,7 @@ def _serve(host: str, port: int, api_key: str | None = None) -> int:
     checked = "别的 Bearer key 一律回答 401" if api_key else "不检查 API key"
     print(f"pi_course 本地 provider：http://{host}:{port}/v1（{checked}；Ctrl-C 停止）", flush=True)
     run_server(host, port, api_key)
+    print("pi_course 本地 provider 已停止。", flush=True)
     return 0
 
 
