@@ -348,8 +348,8 @@ def to_html(
         '<section class="glance">'
         f"<figure><figcaption>每一步的进度</figcaption>{progress_svg(results)}</figure>"
         f"<figure><figcaption>卡住最多的地方</figcaption>{failing_svg(results)}"
-        '<p class="summary">一项测试只在已经到了它那一步的副本里计数（之前的步骤都已完成，或这一步已有测试通过）：'
-        "后面几步的桩在谁那里都会失败，那不是卡住。</p></figure>"
+        '<p class="summary">一项测试只在已经到了它那一步的副本里计数'
+        "（之前的步骤都已完成，或这一步已有测试通过）：后面几步的桩在谁那里都会失败，那不是卡住。</p></figure>"
         "</section>"
     )
     return (
