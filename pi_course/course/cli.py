@@ -25,7 +25,14 @@ from .exits import EXIT_DONE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE
 from .import_failure import lesson_imported
 from .parser import ChineseParser
 
-_Commands: TypeAlias = "argparse._SubParsersAction[ChineseParser]"  # what add_parser is called on
+
+class _CourseParser(ChineseParser):
+    """The course's parser: its chapter argument, shown as ``05`` in the usage, is 章节 05 in an error."""
+
+    names = {"05": "章节 05", "COMMAND": "命令"}  # noqa: RUF012 -- read only
+
+
+_Commands: TypeAlias = "argparse._SubParsersAction[_CourseParser]"  # what add_parser is called on
 DESCRIPTION = "动手学 Pi 第 05 章的命令：练习副本、检查、评分，本地 provider 与一轮对话。"
 
 
@@ -253,6 +260,7 @@ def _serve(host: str, port: int, api_key: str | None = None) -> int:
     checked = "别的 Bearer key 一律回答 401" if api_key else "不检查 API key"
     print(f"pi_course 本地 provider：http://{host}:{port}/v1（{checked}；Ctrl-C 停止）", flush=True)
     run_server(host, port, api_key)
+    print("pi_course 本地 provider 已停止。", flush=True)
     return 0
 
 
@@ -474,8 +482,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None = None) -> int:
-    parser = ChineseParser(prog="python -m pi_course", description=DESCRIPTION)
-    commands = parser.add_subparsers(dest="command", required=True, title="命令", metavar="COMMAND")
+    parser = _CourseParser(prog="python -m pi_course", description=DESCRIPTION)
+    commands = parser.add_subparsers(
+        dest="command", required=True, title="命令", metavar="COMMAND", parser_class=_CourseParser
+    )
     for add in COMMANDS:
         add(commands)
     try:
