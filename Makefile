@@ -13,34 +13,34 @@ NEEDS_311 := import sys; sys.exit(sys.version_info < (3, 11))
 python-ok:
 	@if [ -e $(VENV) ]; then \
 	  if ! $(BIN)/python -c '$(NEEDS_311)' 2>/dev/null; then \
-	    found=$$($(BIN)/python -c 'import platform; print("Python", platform.python_version())' 2>/dev/null || echo "a Python that no longer runs"); \
-	    echo "$(VENV) was made with $$found, but pi_course needs Python >= 3.11." >&2; \
-	    echo "Fix: rm -rf $(VENV), then run make again (add PYTHON=python3.12, or any Python >= 3.11, if $(PYTHON) is older)." >&2; \
+	    found=$$($(BIN)/python -c 'import platform; print("Python", platform.python_version())' 2>/dev/null || echo "一个已经无法运行的 Python"); \
+	    echo "$(VENV) 是用 $$found 创建的，pi_course 需要 Python >= 3.11。" >&2; \
+	    echo "解决：rm -rf $(VENV)，再运行 make（$(PYTHON) 太旧时加上 PYTHON=python3.12，或任何 >= 3.11 的 Python）。" >&2; \
 	    exit 1; \
 	  fi; \
 	elif ! $(PYTHON) -c '$(NEEDS_311)' 2>/dev/null; then \
-	  found=$$($(PYTHON) -c 'import platform; print("is Python", platform.python_version())' 2>/dev/null || echo "does not run"); \
-	  echo "PYTHON=$(PYTHON) $$found, but pi_course needs Python >= 3.11." >&2; \
-	  echo "Fix: run make PYTHON=python3.12 (or the path of any Python >= 3.11)." >&2; \
+	  found=$$($(PYTHON) -c 'import platform; print("是 Python", platform.python_version())' 2>/dev/null || echo "无法运行"); \
+	  echo "PYTHON=$(PYTHON) $$found，pi_course 需要 Python >= 3.11。" >&2; \
+	  echo "解决：运行 make PYTHON=python3.12（或任何 >= 3.11 的 Python 的路径）。" >&2; \
 	  exit 1; \
 	fi
 
 # pip is quiet (its resolver chatter helps nobody), so each stage says what it is doing first.
 $(STAMP): pyproject.toml | python-ok
-	@echo "make: [1/3] creating $(VENV) with $(PYTHON) (once; later runs reuse it)"
+	@echo "make：[1/3] 用 $(PYTHON) 创建 $(VENV)（只需一次，之后一直用它）"
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@echo "make: [2/3] upgrading pip in $(VENV)"
+	@echo "make：[2/3] 升级 $(VENV) 里的 pip"
 	@$(BIN)/python -m pip install --quiet --upgrade pip
-	@echo "make: [3/3] installing pi_course and its [dev] tools into $(VENV): about a minute the first time (JupyterLab, pytest, mypy …), silent until done"
+	@echo "make：[3/3] 把 pi_course 和它的 [dev] 工具装进 $(VENV)：第一次大约一分钟（JupyterLab、pytest、mypy……），装完之前不会输出"
 	@$(BIN)/python -m pip install --quiet -e ".[dev]"
 	@touch $(STAMP)
-	@echo "make: $(VENV) is ready ($$($(BIN)/python -c 'import platform; print("Python", platform.python_version())'))"
+	@echo "make：$(VENV) 准备好了（$$($(BIN)/python -c 'import platform; print("Python", platform.python_version())')）"
 
 # Serves the repository root (pi_course/*.py beside notebooks/) and opens 05-0: the default URL is
 # that notebook, so the browser it opens and the URL it prints (no browser here?) both land on it.
 LAB_START := /lab/tree/notebooks/05-0-overview.ipynb
 lab: $(STAMP)
-	@echo "make lab: JupyterLab at the repository root, opening notebooks/05-0-overview.ipynb (Ctrl-C stops it)"
+	@echo "make lab：JupyterLab 以仓库根目录为根，打开 notebooks/05-0-overview.ipynb（Ctrl-C 停止）"
 	$(BIN)/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) --ServerApp.root_dir=. --LabApp.default_url=$(LAB_START)
 
 lint: $(STAMP)

@@ -26,11 +26,17 @@ except ModuleNotFoundError as _missing:
     # pi_course_here ships with the installed course: without it this Python has no pi-course
     # (the system Python in a practice copy, say). One line with the fix, not a traceback.
     import sys as _sys
+    from pathlib import Path as _Path
 
-    _line = (
-        f"这个 Python（{_sys.executable}）没有安装 pi-course：请用装了 pi-course[lab] 的 Python，"
-        "先 source 它的 .venv/bin/activate，或写出它的路径，"
-        "例如 /path/to/.venv/bin/python -m pi_course check 05"
+    from .course.pythons import course_python as _course_python
+    from .course.pythons import use_instead as _use_instead
+
+    # The Python that made this copy (or the clone's .venv), by its real path, with the command run.
+    _command = (
+        " ".join(["-m pi_course", *_sys.argv[1:]]) if _sys.argv[:1] == ["-m"] else "-m pi_course check 05"
+    )
+    _line = f"这个 Python（{_sys.executable}）没有安装 pi-course。" + _use_instead(
+        _course_python(_Path(__file__).resolve().parent.parent), _command
     )
     if _sys.argv[:1] == ["-m"]:  # python -m pi_course …: the command stops here, in one line
         print(_line, file=_sys.stderr)

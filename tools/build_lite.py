@@ -74,7 +74,7 @@ MIN_PYTHON = (3, 12)
 
 
 def say(message: str) -> None:
-    print(f"lite: {message}", flush=True)
+    print(f"lite：{message}", flush=True)
 
 
 def run(*command: str | Path, cwd: Path = ROOT, env: dict[str, str] | None = None) -> None:
@@ -87,7 +87,7 @@ def run(*command: str | Path, cwd: Path = ROOT, env: dict[str, str] | None = Non
         sys.stdout.write(done.stdout)
         sys.stderr.write(done.stderr)
         step = " ".join(str(part) for part in command)
-        sys.exit(f"lite: this step failed (exit {done.returncode}): {step}")
+        sys.exit(f"lite：这一步失败了（退出码 {done.returncode}）：{step}")
 
 
 # --- a Python >= 3.12 for the build ---------------------------------------------------------------
@@ -129,11 +129,11 @@ def build_env() -> Path:
     python = find_build_python()
     if python is None:
         sys.exit(
-            "make lite needs a Python >= 3.12 for the JupyterLite build: install one "
-            "(apt install python3.12, or pyenv install 3.12) or name it with LITE_PYTHON=/path/to/python3"
+            "make lite 构建 JupyterLite 需要 Python >= 3.12：装一个（apt install python3.12，或 "
+            "pyenv install 3.12），或者用 LITE_PYTHON=它的路径 指定"
         )
     shutil.rmtree(ENV, ignore_errors=True)
-    say(f"build venv with {python} (once: about a minute)")
+    say(f"用 {python} 创建构建用的 venv（只需一次，大约一分钟）")
     run(python, "-m", "venv", ENV)
     run(ENV / "bin" / "python", "-m", "pip", "install", "--quiet", "-r", requirements)
     stamp.write_text(requirements.read_text())
@@ -149,7 +149,7 @@ def pyodide_runtime() -> Path:
     if (unpacked / "package" / "pyodide.asm.wasm").is_file():
         return unpacked / "package"
     CACHE.mkdir(parents=True, exist_ok=True)
-    say(f"fetching the Pyodide runtime ({PYODIDE_NPM}, once)")
+    say(f"下载 Pyodide 运行时（{PYODIDE_NPM}，只需一次）")
     with tempfile.TemporaryDirectory(dir=CACHE) as scratch:
         run("npm", "pack", "--silent", PYODIDE_NPM, "--pack-destination", scratch, cwd=CACHE)
         (tarball,) = Path(scratch).glob("*.tgz")
@@ -167,7 +167,7 @@ def third_party_wheels(bin_dir: Path) -> Path:
     if stamp.is_file() and stamp.read_text() == requirements.read_text():
         return target
     shutil.rmtree(target, ignore_errors=True)
-    say("downloading the pinned wheels of tools/lite/requirements.txt (once)")
+    say("下载 tools/lite/requirements.txt 里固定版本的 wheel（只需一次）")
     run(
         bin_dir / "python", "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
         "--python-version", "3.14", "--implementation", "py", "--abi", "none", "--platform", "any",
@@ -214,15 +214,21 @@ def placeholder_wheel(scratch: Path, name: str) -> Path:
 
 def contents(scratch: Path) -> Path:
     """notebooks/ (the reference) and practice/ (a fresh practice copy), side by side."""
+    from pi_course.chapter.notebooks import fit_first_box
+
     root = scratch / "contents"
     (root / "notebooks").mkdir(parents=True)
-    for notebook in sorted((ROOT / "notebooks").glob("05-*.ipynb")):
-        shutil.copy2(notebook, root / "notebooks" / notebook.name)
+    for notebook in sorted((ROOT / "notebooks").glob("05-*.ipynb")):  # the book, its box for the tab
+        data = fit_first_box(json.loads(notebook.read_text(encoding="utf-8")), "browser-book")
+        text = json.dumps(data, ensure_ascii=False, indent=1, sort_keys=True) + "\n"
+        (root / "notebooks" / notebook.name).write_text(text, encoding="utf-8")
     run(sys.executable, "-m", "pi_course", "practice", "05", root / "practice")  # its hint: a scratch path
     # The browser's LEARNING.md: each terminal step as the notebook call (no terminal in a tab).
     from pi_course.course.practice import learning_md
+    from pi_course.course.pythons import MADE_BY
 
     (root / "practice" / "LEARNING.md").write_text(learning_md("browser"), encoding="utf-8")
+    (root / "practice" / MADE_BY).unlink()  # this machine's Python: nothing a tab can run
     return root
 
 
@@ -335,6 +341,36 @@ def add_boot_script(lab: Path) -> None:
         page.write_text(text.replace("</head>", f"  {tag}\n</head>", 1), encoding="utf-8")
 
 
+# What the site's wheels declare and the site leaves out on purpose (tools/lite/requirements.txt says
+# why for each): recorded in build/lite-report.json, never printed as something to do.
+LEFT_OUT = frozenset(
+    {"jedi", "parso", "pexpect", "ptyprocess", "jupyterlab-widgets", "widgetsnbextension", "openai"}
+)
+
+
+def unexpected(missing: list[str]) -> list[str]:
+    """The ``"wheel -> dependency"`` pairs of ``missing`` that :data:`LEFT_OUT` does not name."""
+    return [pair for pair in missing if pair.rpartition(" -> ")[2] not in LEFT_OUT]
+
+
+def add_icons(site: Path) -> None:
+    """Every page of the site names JupyterLab's icon, also kept at the site's root: a browser asks
+    a page that names none for ``/favicon.ico``, which no static site has (a 404 in every log)."""
+    shutil.copy2(site / "lab" / "favicon.ico", site / "favicon.ico")
+    for page in site.rglob("index.html"):
+        if page.relative_to(site).parts[0] in ("build", "extensions", "static"):
+            continue
+        text = page.read_text(encoding="utf-8")
+        if 'rel="icon"' in text:
+            continue
+        if "<head>" not in text:
+            sys.exit(f"lite: {page} has no <head>: cannot name the site's icon")
+        href = Path(os.path.relpath(site / "favicon.ico", page.parent)).as_posix()
+        page.write_text(
+            text.replace("<head>", f'<head>\n    <link rel="icon" href="{href}">', 1), encoding="utf-8"
+        )
+
+
 def report(site: Path) -> dict[str, object]:
     """Site size without source maps, and the largest parts."""
     files = [p for p in site.rglob("*") if p.is_file() and not p.name.endswith(".map")]
@@ -365,7 +401,7 @@ def main() -> int:
             course_wheel(scratch),
             placeholder_wheel(scratch, "jedi"),
         ]
-        say("the pi_course wheel, the reference notebooks and a fresh practice copy")
+        say("pi_course 的 wheel、参考笔记本和一份新的练习副本")
         source = contents(scratch)
         lite_dir = scratch / "lite-dir"
         lite_dir.mkdir()
@@ -396,16 +432,23 @@ def main() -> int:
     # The site's index: a Chinese landing page instead of JupyterLite's redirect to the Launcher.
     shutil.copy2(HERE / "index.html", output / "index.html")
     add_boot_script(output / "lab")
+    add_icons(output)
     figures = report(output)
     figures["undeclared_dependencies"] = missing
     (BUILD / "lite-report.json").write_text(json.dumps(figures, indent=2) + "\n")
-    say(f"{output.relative_to(ROOT) if output.is_relative_to(ROOT) else output}: {figures['site_mb']} MB "
-        f"in {figures['files']} files (no source maps)")  # fmt: skip
+    shown = output.relative_to(ROOT) if output.is_relative_to(ROOT) else output
+    say(f"站点 {shown} 共 {figures['site_mb']} MB，{figures['files']} 个文件（不含 source map）")
     for name, size in figures["largest"]:  # type: ignore[attr-defined]
         say(f"  {size:6.2f} MB  {name}")
-    if missing:
-        say("dependencies not in the lock (left out on purpose): " + ", ".join(missing))
-    say("try it: make serve-lite (serves it on 127.0.0.1 at a free port and prints the address)")
+    to_do = unexpected(missing)
+    if to_do:  # a wheel needs what the site does not hold: the browser would fail to import it
+        say(
+            "这些 wheel 需要的包不在站点里："
+            + "、".join(to_do)
+            + "。把它们固定版本写进 tools/lite/requirements.txt"
+            "（或者确实不需要时，加进 tools/build_lite.py 的 LEFT_OUT，并在 requirements.txt 里写明原因）"
+        )
+    say("试一试：make serve-lite（在 127.0.0.1 的一个空闲端口上提供这个站点，并打印地址）")
     return 0
 
 

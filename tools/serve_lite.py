@@ -38,11 +38,11 @@ def serve(site: Path, port: int = 0) -> None:
     handler = functools.partial(SiteHandler, directory=str(site))
     with http.server.ThreadingHTTPServer(("127.0.0.1", port), handler) as server:
         address = f"http://127.0.0.1:{server.server_port}/"
-        print(f"lite: serving {site} at {address} (only this machine; Ctrl-C stops it)", flush=True)
+        print(f"lite：在 {address} 提供 {site}（只有这台机器能访问；Ctrl-C 停止）", flush=True)
         try:
             server.serve_forever()
         except KeyboardInterrupt:
-            print("lite: stopped", flush=True)
+            print("lite：已停止", flush=True)
 
 
 def main() -> int:

@@ -1,5 +1,7 @@
 """``python -m pi_course``: serve the local provider, chat with a model, practise and check.
 
+Its usage, help and errors are Chinese (:mod:`.parser`), like the rest of the course's terminal output.
+
 Each command is a pair side by side: ``_NAME_command(commands)`` adds its parser and names
 ``_run_NAME(args)``, which runs it and returns the exit status (:mod:`.exits`).
 """
@@ -15,22 +17,23 @@ import re
 import socket
 import sys
 from collections.abc import Callable, Sequence
-from typing import NoReturn, TypeAlias
+from typing import TypeAlias
 
 from ..chapter.steps import STEP_NUMBERS
 from ..provider import DEFAULT_PORT
 from .exits import EXIT_DONE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE
 from .import_failure import lesson_imported
+from .parser import ChineseParser
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse with one-line errors: what is wrong, and where to read the usage."""
+class _CourseParser(ChineseParser):
+    """The course's parser: its chapter argument, shown as ``05`` in the usage, is 章节 05 in an error."""
 
-    def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"{self.prog}: 错误：{message}（用 {self.prog} --help 查看用法）\n")
+    names = {"05": "章节 05", "COMMAND": "命令"}  # noqa: RUF012 -- read only
 
 
-_Commands: TypeAlias = "argparse._SubParsersAction[_Parser]"  # what add_parser is called on
+_Commands: TypeAlias = "argparse._SubParsersAction[_CourseParser]"  # what add_parser is called on
+DESCRIPTION = "动手学 Pi 第 05 章的命令：练习副本、检查、评分，本地 provider 与一轮对话。"
 
 
 def _port(value: str) -> int:
@@ -62,13 +65,13 @@ def _model_help() -> str:
     """``chat --model``'s help, saying which model is used without it in the current environment."""
     base_url = os.environ.get("PI_COURSE_BASE_URL")
     if not base_url:
-        return "model name; default: mainline, a script of the local provider (PI_COURSE_BASE_URL is not set)"
+        return "模型名；默认 mainline，本地 provider 的一个脚本（没有设置 PI_COURSE_BASE_URL）"
     model = os.environ.get("PI_COURSE_MODEL")
     if model:
-        return f"model name; default: PI_COURSE_MODEL={model!r} at PI_COURSE_BASE_URL={base_url!r}"
+        return f"模型名；默认 PI_COURSE_MODEL={model!r}，在 PI_COURSE_BASE_URL={base_url!r}"
     return (
-        "model name; required here: PI_COURSE_BASE_URL is set and PI_COURSE_MODEL is not "
-        "(set PI_COURSE_MODEL, pass --model, or unset PI_COURSE_BASE_URL for the local provider)"
+        "模型名；这里必须给出：设置了 PI_COURSE_BASE_URL，却没有设置 PI_COURSE_MODEL"
+        "（设置 PI_COURSE_MODEL、加 --model，或取消 PI_COURSE_BASE_URL 改用本地 provider）"
     )
 
 
@@ -133,11 +136,11 @@ def _print_reader_log() -> None:
 def _chat_command(commands: _Commands) -> None:
     chat = commands.add_parser(
         "chat",
-        help="stream one model turn and print every event",
-        description="Stream one model turn and print every event. Uses PI_COURSE_BASE_URL, "
-        "PI_COURSE_MODEL and PI_COURSE_API_KEY when PI_COURSE_BASE_URL is set, else the local provider.",
+        help="让模型流式回答一轮，打印每一个事件",
+        description="让模型流式回答一轮，打印每一个事件。设置了 PI_COURSE_BASE_URL 时用它和 "
+        "PI_COURSE_MODEL、PI_COURSE_API_KEY，否则用本地 provider。",
     )
-    chat.add_argument("prompt", nargs="+", help="the prompt; several words are one prompt (读取 README.md)")
+    chat.add_argument("prompt", nargs="+", metavar="PROMPT", help="提示词；几个词合成一句（读取 README.md）")
     chat.add_argument("--model", help=_model_help())
     chat.set_defaults(run=_run_chat)
 
@@ -216,13 +219,17 @@ async def _chat(prompt: str, model_name: str | None) -> int:
 
 
 def _serve_command(commands: _Commands) -> None:
-    serve = commands.add_parser("serve", help="run the scripted OpenAI-compatible provider")
-    serve.add_argument("--host", default="127.0.0.1", help="interface (default: loopback only)")
-    serve.add_argument("--port", type=_port, default=DEFAULT_PORT, help=f"1-65535 (default: {DEFAULT_PORT})")
+    serve = commands.add_parser(
+        "serve",
+        help="运行脚本化的 OpenAI 兼容 provider",
+        description="运行脚本化的 OpenAI 兼容 provider（离线）。",
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="监听的地址（默认只在本机回环地址）")
+    serve.add_argument("--port", type=_port, default=DEFAULT_PORT, help=f"1-65535（默认 {DEFAULT_PORT}）")
     serve.add_argument(
         "--api-key",
         metavar="KEY",
-        help="answer 401 invalid_api_key to any other Bearer key (default: none checked)",
+        help="别的 Bearer key 一律回答 401 invalid_api_key（默认不检查）",
     )
     serve.set_defaults(run=_run_serve)
 
@@ -250,9 +257,10 @@ def _serve(host: str, port: int, api_key: str | None = None) -> int:
         reason = error.strerror or str(error)
         _say(f"无法在 {host}:{port} 上启动本地 provider：{reason}。换一个端口（--port）或地址（--host）。")
         return 1
-    checked = "any other Bearer key gets 401" if api_key else "no API key checked"
-    print(f"pi_course local provider on http://{host}:{port}/v1 ({checked}; Ctrl-C stops it)")
+    checked = "别的 Bearer key 一律回答 401" if api_key else "不检查 API key"
+    print(f"pi_course 本地 provider：http://{host}:{port}/v1（{checked}；Ctrl-C 停止）", flush=True)
     run_server(host, port, api_key)
+    print("pi_course 本地 provider 已停止。", flush=True)
     return 0
 
 
@@ -260,22 +268,28 @@ def _serve(host: str, port: int, api_key: str | None = None) -> int:
 
 
 def _practice_command(commands: _Commands) -> None:
-    practice = commands.add_parser("practice", help="create a practice copy at the chapter's start")
-    practice.add_argument("chapter", choices=["05"])
-    practice.add_argument("directory", help="a new or empty folder")
+    practice = commands.add_parser(
+        "practice", help="创建一份停在本章起点的练习副本", description="创建一份停在本章起点的练习副本。"
+    )
+    practice.add_argument("chapter", choices=["05"], metavar="05", help="章节（只有 05）")
+    practice.add_argument("directory", metavar="DIR", help="一个新的（或空的）文件夹")
     practice.add_argument(
         "--points",
         metavar="SPEC",
-        help="the Classroom workflow's points per test: 5.1=1,5.2=3,... (as grade's)",
+        help="GitHub Classroom 工作流里每项测试的分值：5.1=1,5.2=3,…（和 grade 的一样）",
     )
     practice.set_defaults(run=_run_practice)
 
 
 def _run_practice(args: argparse.Namespace) -> int:
     from .points import GradebookError, parse_points
-    from .practice import create_practice, next_steps
+    from .practice import create_practice, next_steps, python_problem
     from .starters import PracticeError
 
+    problem = python_problem()
+    if problem is not None:
+        _say(problem)
+        return EXIT_USAGE
     try:
         target = create_practice(args.directory, parse_points(args.points) if args.points else None)
     except (PracticeError, GradebookError) as error:
@@ -312,34 +326,29 @@ class _Once(argparse.Action):
 def _check_command(commands: _Commands) -> None:
     check = commands.add_parser(
         "check",
-        help="run the focused tests and the checks beyond the chapter; the last line is the verdict",
+        help="运行聚焦测试和本章之外的检查；最后一行是结论",
+        description="运行练习副本的聚焦测试和本章之外的检查；最后一行是结论。",
     )
-    check.add_argument("chapter", choices=["05"])
-    check.add_argument("--step", choices=STEP_NUMBERS, help="one step, with every step before it")
+    check.add_argument("chapter", choices=["05"], metavar="05", help="章节（只有 05）")
+    check.add_argument("--step", choices=STEP_NUMBERS, help="只检查这一步（连同它之前的各步）")
     which = check.add_mutually_exclusive_group()
     which.add_argument(
         "--path",
         action=_Once,
-        help="a practice copy or a folder inside one (default: the copy around the current folder)",
+        help="练习副本，或副本里的一个文件夹（默认：当前文件夹所在的副本）",
     )
-    which.add_argument(
-        "--reference", action="store_true", help="check the installed reference, not a practice copy"
-    )
-    check.add_argument("-v", "--verbose", action="store_true", help="print pytest's full report too")
-    check.add_argument(
-        "--course-only", action="store_true", help="the 11 focused tests alone, without the beyond checks"
-    )
+    which.add_argument("--reference", action="store_true", help="检查安装的参考实现，而不是练习副本")
+    check.add_argument("-v", "--verbose", action="store_true", help="同时打印 pytest 的完整报告")
+    check.add_argument("--course-only", action="store_true", help="只跑 11 项聚焦测试，不跑本章之外的检查")
     check.add_argument(
         "--json",
         action="store_true",
-        help="print the copy's record (JSON, one line) alone on stdout; the text report goes to stderr",
+        help="标准输出上只打印这份副本的记录（JSON，一行）；文字报告写到标准错误",
     )
-    check.add_argument(
-        "--rules", action="store_true", help="the chapter's rules table, ✓ / ✗ / 待完成 for the copy"
-    )
+    check.add_argument("--rules", action="store_true", help="本章规则表：这份副本每条规则 ✓ / ✗ / 待完成")
     check.add_argument(
         "--sandbox", choices=("auto", "bwrap", "none"), default="auto",
-        help="with --path: where the copy's code runs (default auto: bubblewrap where installed)",
+        help="和 --path 一起用：副本的代码在哪里运行（默认 auto：装了 bubblewrap 就用它）",
     )  # fmt: skip
     check.add_argument("--assembled", action="store_true", help=argparse.SUPPRESS)  # grade's own call
     check.set_defaults(run=_run_check, validate=_check_options)
@@ -375,10 +384,14 @@ def _run_check(args: argparse.Namespace) -> int:
 
 
 def _checkpoint_command(commands: _Commands) -> None:
-    checkpoint = commands.add_parser("checkpoint", help="where chapter 05 starts and ends")
-    checkpoint.add_argument("chapter", choices=["05"])
-    checkpoint.add_argument("--diff", action="store_true", help="print the target diff: starter → target")
-    checkpoint.add_argument("--mine", action="store_true", help="with --diff: from your files to the target")
+    checkpoint = commands.add_parser(
+        "checkpoint", help="第 05 章的起点和终点", description="第 05 章的起点、终点、教学文件与命令。"
+    )
+    checkpoint.add_argument("chapter", choices=["05"], metavar="05", help="章节（只有 05）")
+    checkpoint.add_argument(
+        "--diff", action="store_true", help="打印 target diff：起点（starter）→ 终点（target）"
+    )
+    checkpoint.add_argument("--mine", action="store_true", help="和 --diff 一起用：从你现在的文件到 target")
     checkpoint.set_defaults(run=_run_checkpoint)
 
 
@@ -396,40 +409,37 @@ def _grade_command(commands: _Commands) -> None:
 
     grade = commands.add_parser(
         "grade",
-        help="check a class of practice copies (folders, folders of copies, .zip/.tar.gz), in parallel",
-        description="Check every practice copy: its lesson files with the installed course's tests, "
-        "each in a bubblewrap sandbox (no network, no view of your files or processes) with a time bound. "
-        "Prints a table (unfinished copies first) and writes the files asked for.",
+        help="并行检查全班的练习副本（文件夹、装着副本的文件夹、.zip/.tar.gz）",
+        description="检查每一份练习副本：用你安装的课程自带的测试测它的课程文件，每份在 bubblewrap 沙箱里"
+        "（没有网络，看不到你的文件和进程）、有时间上限。打印一张表（未完成的在前），写出要求的文件。",
     )
-    grade.add_argument("chapter", choices=["05"])
+    grade.add_argument("chapter", choices=["05"], metavar="05", help="章节（只有 05）")
     grade.add_argument(
-        "paths", nargs="+", metavar="PATH", help="a copy, a folder of copies, or a .zip/.tar.gz of one"
+        "paths", nargs="+", metavar="PATH", help="一份副本、装着副本的文件夹，或一份副本的 .zip/.tar.gz"
     )
-    grade.add_argument("--json", dest="json_file", metavar="F", help="write the records as a JSON list")
-    grade.add_argument("--csv", dest="csv_file", metavar="F", help="write one CSV row per copy")
-    grade.add_argument("--html", dest="html_file", metavar="F", help="write one self-contained HTML page")
-    grade.add_argument(
-        "--jobs", type=_positive(int), metavar="N", help="copies checked at once (default: CPU count)"
-    )
+    grade.add_argument("--json", dest="json_file", metavar="F", help="把记录写成一个 JSON 列表")
+    grade.add_argument("--csv", dest="csv_file", metavar="F", help="每份副本一行的成绩表（CSV）")
+    grade.add_argument("--html", dest="html_file", metavar="F", help="一个自包含的 HTML 页面：全班一览")
+    grade.add_argument("--jobs", type=_positive(int), metavar="N", help="同时检查几份（默认：CPU 核数）")
     grade.add_argument(
         "--timeout",
         type=_positive(float),
         default=DEFAULT_TIMEOUT,
         metavar="S",
-        help=f"seconds per copy (default: {DEFAULT_TIMEOUT:g})",
+        help=f"每份副本最多几秒（默认 {DEFAULT_TIMEOUT:g}）",
     )
     grade.add_argument(
         "--sandbox", choices=("auto", "bwrap", "none"), default="auto",
-        help="auto (default): bubblewrap where installed, else a loud not-sandboxed warning; "
-        "bwrap: refuse without it; none: scrubbed environment and time bound only",
+        help="auto（默认）：装了 bubblewrap 就用，否则醒目地标出 not-sandboxed；"
+        "bwrap：没有它就拒绝评分；none：只清理环境变量、限制时间",
     )  # fmt: skip
     grade.add_argument(
         "--points",
         metavar="SPEC",
-        help="points per focused test of each step: 5.1=1,5.2=3,... or a TOML file",
+        help="每一步每项聚焦测试的分值：5.1=1,5.2=3,…，或一个 TOML 文件",
     )
     grade.add_argument(
-        "--roster", metavar="CSV", help="folder or GitHub user name → student id and name (student_id, name)"
+        "--roster", metavar="CSV", help="文件夹名或 GitHub 用户名 → 学号和姓名（student_id、name）"
     )
     grade.set_defaults(run=_run_grade)
 
@@ -474,15 +484,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None = None) -> int:
-    parser = _Parser(prog="python -m pi_course", description=(__doc__ or "").partition("\n")[0])
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser = _CourseParser(prog="python -m pi_course", description=DESCRIPTION)
+    commands = parser.add_subparsers(
+        dest="command", required=True, title="命令", metavar="COMMAND", parser_class=_CourseParser
+    )
     for add in COMMANDS:
         add(commands)
     try:
         args, extra = parser.parse_known_args(argv)
         command = commands.choices[args.command]
         if extra:  # named by the subcommand that did not take them, with its own --help
-            command.error(f"unrecognized arguments: {' '.join(extra)}")
+            command.error(f"unrecognized arguments: {' '.join(extra)}")  # said in Chinese by .parser
         if hasattr(args, "validate"):
             args.validate(args, command)
     except SystemExit as stop:  # --help, or a one-line usage error already printed

@@ -17,6 +17,7 @@ from types import FrameType
 from pi_course_here import in_a_tab
 
 from .plugin_path.pi_course_check.alarm import alarm
+from .pythons import course_python, use_instead
 
 # The pi_course package this module was imported as part of: a copy's own folder, even when this
 # module itself comes from the installed wheel (the browser edition, pi_course_here.CopyFinder).
@@ -46,16 +47,24 @@ def import_failure_line(error: str, where: tuple[str, int] | None = None) -> str
     missing = _NO_MODULE.match(error)
     if missing and missing["name"].split(".")[0] != "pi_course":  # a dependency, not the lesson
         place = f"（{where[0]} 第 {where[1]} 行要用它）" if where else ""
-        return (
-            f"pi_course 无法导入：没有安装 {missing['name']}{place}。下一步：用安装了 pi-course[lab] 的 "
-            f"Python 运行（先激活它的虚拟环境，例如 source .venv/bin/activate），再运行 {CHECK_COMMAND}。"
-        )
+        if IN_BROWSER:
+            return f"pi_course 无法导入：没有安装 {missing['name']}{place}。"
+        fix = use_instead(course_python(PACKAGE.parent), _command_run())
+        return f"pi_course 无法导入：这个 Python（{sys.executable}）没有安装 {missing['name']}{place}。{fix}"
     if where is None:
         return f"pi_course 无法导入：{error}。下一步：改好它，再运行 {CHECK_COMMAND}。"
     return (
         f"{where[0]} 第 {where[1]} 行：{error}（pi_course 无法导入）。"
         f"下一步：改好这一行，再运行 {CHECK_COMMAND}。"
     )
+
+
+def _command_run() -> str:
+    """The ``-m pi_course …`` command this process runs (``chat``, ``serve``), else ``check 05``'s."""
+    main = Path(sys.argv[0]) if sys.argv else Path()
+    if main.name == "__main__.py" and main.parent.name == "pi_course":
+        return " ".join(["-m pi_course", *sys.argv[1:]])
+    return CHECK_COMMAND.removeprefix("python ")
 
 
 def within_package(file: str, root: Path) -> str | None:

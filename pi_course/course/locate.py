@@ -18,6 +18,7 @@ __all__ = [
     "PACKAGE",
     "beyond_test_file",
     "check_target",
+    "copies_below",
     "course_root",
     "find_course_tree",
     "focused_test_file",
@@ -86,6 +87,31 @@ def find_course_tree(start: Path) -> Path | None:
     return None
 
 
+def copies_below(folder: Path, depth: int = 2) -> list[Path]:
+    """The practice copies inside ``folder`` (not at it), down to ``depth`` levels, hidden folders skipped."""
+    if depth == 0:
+        return []
+    try:
+        children = sorted(
+            child for child in folder.iterdir() if child.is_dir() and not child.name.startswith(".")
+        )
+    except OSError:
+        return []
+    found: list[Path] = []
+    for child in children:
+        if is_testable_tree(child) and is_practice_copy(child):
+            found.append(child)
+        elif child.name not in ("node_modules", "__pycache__", "venv"):
+            found += copies_below(child, depth - 1)
+    return found
+
+
+def named(copies: list[Path], limit: int = 3) -> str:
+    """Copies found below a folder, for one line: the first few and how many more."""
+    shown = "、".join(str(copy) for copy in copies[:limit])
+    return shown + (f" 等 {len(copies)} 份" if len(copies) > limit else "")
+
+
 def practice_path_problem(path: str) -> str | None:
     """Why ``check --path PATH`` cannot run there (one line), or ``None`` for a usable tree."""
     folder = Path(path).expanduser()
@@ -97,6 +123,12 @@ def practice_path_problem(path: str) -> str | None:
     if not folder.is_dir():
         return f"check --path {path}：这不是一个文件夹。请给出练习副本的目录。"
     if find_course_tree(folder.resolve()) is None:
+        below = copies_below(folder.resolve())
+        if below:
+            return (
+                f"check --path {path}：这里不是练习副本，它下面有：{named(below)}。"
+                f"请写成 --path {below[0]}（要一次检查多份，用 python -m pi_course grade 05 {path}）。"
+            )
         return (
             f"check --path {path}：这里不是练习副本（需要 pi_course/__init__.py 和 tests/{FOCUSED_TEST}）。"
             "请给出 python -m pi_course practice 05 DIR 创建的目录。"
@@ -133,6 +165,12 @@ def check_target(
     found = find_course_tree(cwd)
     if found is not None and is_practice_copy(found):
         return found, None
+    below = copies_below(cwd) if found is None else []
+    if below:
+        return None, (
+            f"check 05：{cwd} 不是练习副本，它下面有：{named(below)}。"
+            f"请先 cd {below[0]} 再运行，或加 --path {below[0]}；什么都没有检查。"
+        )
     return None, (
         f"check 05：{cwd} 不在练习副本里，没有检查任何东西。"
         "请 cd 到练习副本（python -m pi_course practice 05 DIR 创建的目录）再运行，"

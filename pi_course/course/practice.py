@@ -17,12 +17,14 @@ import sys
 from pathlib import Path
 from typing import Literal
 
+from ..chapter.notebooks import fit_first_box
 from ..chapter.steps import BEYOND_TEST, CHAPTER_TOTAL, COMPARE_TEST, FOCUSED_TEST, RULES_TEST, STEPS
 from ..provider.corpus import load_index
 from .classroom import classroom_workflow
 from .import_failure import IN_BROWSER
-from .locate import PACKAGE, course_root
+from .locate import PACKAGE, copies_below, course_root, find_course_tree, is_practice_copy, named
 from .points import DEFAULT_POINTS, Points
+from .pythons import course_python, missing_packages, name_of, record, use_instead
 from .starters import (
     TARGET_FOLDER,
     TARGET_README,
@@ -64,8 +66,9 @@ def create_practice(destination: str | Path, points: Points | None = None) -> Pa
     problem is a :class:`PracticeError` with a one-line message.
     """
     target = Path(destination).expanduser().absolute()
-    if target.exists() and (not target.is_dir() or any(target.iterdir())):
-        raise PracticeError(f"{target} 已存在且不是空目录；请换一个新目录，原有内容没有改动。")
+    problem = destination_problem(target)
+    if problem is not None:
+        raise PracticeError(problem)
     created = _make_parents(target.parent)
     scratch = target.parent / f".{target.name}.partial-{os.getpid()}-{secrets.token_hex(4)}"
     was_empty_folder = target.exists()
@@ -87,6 +90,45 @@ def create_practice(destination: str | Path, points: Points | None = None) -> Pa
             raise PracticeError(_cannot_create(target, error)) from None
         raise
     return target
+
+
+def destination_problem(target: Path) -> str | None:
+    """Why a copy cannot be made at ``target`` (one line with the fix), before anything is written."""
+    python = name_of(Path(sys.executable))
+    if target.is_file():
+        return (
+            f"{target} 是一个文件，不是文件夹：practice 要一个新的（或空的）文件夹，"
+            "换一个路径（这个文件没有改动）。"
+        )
+    copy = find_course_tree(target) if target.is_dir() else None
+    if copy is not None and is_practice_copy(copy):
+        where = "这里已经是你的练习副本" if copy == target else f"{target} 在你的练习副本 {copy} 里面"
+        return (
+            f"{where}：接着做就 cd {copy}，再运行 {python} -m pi_course check 05"
+            "（没有改动任何文件）；要从头再来，换一个新目录。"
+        )
+    if target.is_dir() and any(target.iterdir()):
+        below = copies_below(target)
+        if below:
+            return (
+                f"{target} 不是空目录，它下面已经有练习副本：{named(below)}。"
+                f"接着做就 cd {below[0]}；要一份新的，换一个新目录（原有内容没有改动）。"
+            )
+        return f"{target} 已存在且不是空目录；请换一个新目录，原有内容没有改动。"
+    return None
+
+
+def python_problem() -> str | None:
+    """Why the running Python cannot go on with the copy it would make (no [lab]), and which one can."""
+    missing = missing_packages()
+    if not missing or IN_BROWSER:
+        return None
+    command = " ".join(["-m pi_course", *sys.argv[1:]])
+    return (
+        f"这个 Python（{sys.executable}）没有安装 {'、'.join(missing)}，"
+        f"用它做的副本没法检查、也打不开笔记本；没有创建任何文件。"
+        + use_instead(course_python(course_root()), command)
+    )
 
 
 def _make_parents(folder: Path) -> list[Path]:
@@ -146,6 +188,8 @@ def _write_copy(root: Path, points: Points | None = None) -> None:
     workflows.mkdir(parents=True)
     workflow = classroom_workflow(points or DEFAULT_POINTS, _course_file("tests", FOCUSED_TEST))
     (workflows / "classroom.yml").write_text(workflow, encoding="utf-8")
+    if not IN_BROWSER:
+        record(root)  # the Python that made it: named when another one is used in the copy
 
 
 def _has_course_file(*parts: str) -> bool:
@@ -158,7 +202,7 @@ def _has_course_file(*parts: str) -> bool:
 
 def _without_outputs(notebook: Path) -> str:
     """A learner starts from clean notebooks: no reference outputs, counts or widget state."""
-    data = json.loads(notebook.read_text(encoding="utf-8"))
+    data = fit_first_box(json.loads(notebook.read_text(encoding="utf-8")), "practice")
     for cell in data["cells"]:
         if cell["cell_type"] == "code":
             cell["outputs"], cell["execution_count"] = [], None
@@ -177,10 +221,7 @@ def this_python() -> str:
     A copy made with ``.venv/bin/python -m pi_course practice …`` is then told to go on with the
     same ``.venv/bin/python``, which has the course; the ``python`` on PATH may not.
     """
-    found = shutil.which("python")
-    if found is not None and Path(found).absolute().parent == Path(sys.executable).absolute().parent:
-        return "python"
-    return str(Path(sys.executable).absolute())
+    return name_of(Path(sys.executable))
 
 
 def next_steps(target: Path) -> str:
@@ -206,12 +247,15 @@ def provider_count() -> int:
     return len({entry["provider"] for entry in load_index()["recordings"] if entry["provider"]})
 
 
-def learning_md(edition: Edition | None = None) -> str:
+def learning_md(edition: Edition | None = None, python: Path | None = None) -> str:
     """The copy's ``LEARNING.md``: the template, with its table of the four steps from ``STEPS``.
 
     ``edition`` keeps the template's terminal or browser blocks (the browser edition has no
-    terminal: its steps are notebook calls); by default the browser's under Pyodide.
+    terminal: its steps are notebook calls); by default the browser's under Pyodide. ``python``
+    (default: the running one) is the Python named where the terminal edition advises one.
     """
+    python = Path(sys.executable).absolute() if python is None else python
+    activate = python.parent / "activate"
     if edition is None:
         edition = "browser" if IN_BROWSER else "terminal"
     template = (PACKAGE / "course" / "templates" / "LEARNING.md").read_text(encoding="utf-8")
@@ -229,6 +273,8 @@ def learning_md(edition: Edition | None = None) -> str:
         "@CHECK_ALL@": "`check()`" if browser else "`check 05`",
         "@PROVIDERS@": str(provider_count()),
         "@LAB@": LAB_ARGUMENTS,
+        "@PYTHON@": str(python),
+        "@ACTIVATE@": f"`source {activate}` 之后再运行，" if activate.is_file() else "",
     }.items():
         text = text.replace(name, value)
     return text

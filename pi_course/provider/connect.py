@@ -39,24 +39,21 @@ def local_provider_url() -> str:
 
 def check_base_url(base_url: str) -> str:
     """``PI_COURSE_BASE_URL`` as given when it is an http(s) URL with a host; else ConfigurationError."""
-    fix = (
-        "set it to a provider's base URL such as https://api.openai.com/v1, "
-        "or unset it to use the local provider"
-    )
+    fix = "把它设成 provider 的 base URL（例如 https://api.openai.com/v1），或者取消它、改用本地 provider"
     try:
         parts = urlsplit(base_url.strip())
         parts.port  # noqa: B018 -- raises ValueError for a port that is not a number in range
     except ValueError as error:
-        problem = f"is not a valid URL ({error})"
-        raise ConfigurationError(f"PI_COURSE_BASE_URL={base_url!r} {problem}; {fix}") from None
+        problem = f"不是有效的 URL（{error}）"
+        raise ConfigurationError(f"PI_COURSE_BASE_URL={base_url!r} {problem}：{fix}。") from None
     if parts.scheme not in ("http", "https"):
         if "://" in base_url:
-            problem = f"uses {parts.scheme}://, but only http:// and https:// work"
+            problem = f"用的是 {parts.scheme}://，只有 http:// 和 https:// 可以"
         else:
-            problem = "does not start with http:// or https://"
-        raise ConfigurationError(f"PI_COURSE_BASE_URL={base_url!r} {problem}; {fix}")
+            problem = "不是以 http:// 或 https:// 开头"
+        raise ConfigurationError(f"PI_COURSE_BASE_URL={base_url!r} {problem}：{fix}。")
     if not parts.hostname:
-        raise ConfigurationError(f"PI_COURSE_BASE_URL={base_url!r} names no host; {fix}")
+        raise ConfigurationError(f"PI_COURSE_BASE_URL={base_url!r} 里没有主机名：{fix}。")
     return base_url.strip()
 
 
@@ -92,9 +89,8 @@ def connect(model: str | None = None, *, env: Mapping[str, str] | None = None) -
     name = model or env.get("PI_COURSE_MODEL")
     if not name:
         raise ConfigurationError(
-            "PI_COURSE_BASE_URL is set but PI_COURSE_MODEL is not: set PI_COURSE_MODEL to a model "
-            "name of that provider (or pass model= / --model), or unset PI_COURSE_BASE_URL to use "
-            "the local provider"
+            "设置了 PI_COURSE_BASE_URL，却没有设置 PI_COURSE_MODEL：把 PI_COURSE_MODEL 设成那家 provider 的"
+            "模型名（或传 model= / --model），或者取消 PI_COURSE_BASE_URL、改用本地 provider。"
         )
     provider = urlsplit(base_url).hostname or "openai-compatible"
     api_key = env.get("PI_COURSE_API_KEY", "")

@@ -25,6 +25,8 @@ ROOT = Path(__file__).parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "workflow"))
 from learners import apply, mistake  # noqa: E402
 
+from pi_course.course.grade.records import STATUS_WORDS  # noqa: E402
+
 CHROMIUM = Path("/usr/bin/chromium")
 SCREENSHOTS = ROOT / "build" / "browser"
 HOSTILE = "<img src=x onerror=document.title='pwned'>"
@@ -104,7 +106,11 @@ def test_the_class_report_shows_every_row_and_each_copys_check_output(tmp_path: 
             expect(figures.nth(0).locator("svg")).to_contain_text(
                 "3/6 完成"
             )  # 5.3: ada, bo and the hostile name
-            expect(figures.nth(1).locator("svg")).to_contain_text("test_sse_interleaved")
+            # Whole names, wrapped, never cut.
+            expect(figures.nth(1).locator("svg")).to_contain_text(
+                "test_sse_interleaved_tool_arguments_are_recovered_by_index_with_trailing_usage"
+            )
+            assert "…" not in (figures.nth(1).locator("svg").text_content() or "")
             # The untouched copy is "not started", the syntax error "cannot import": two bars, not one.
             expect(figures.nth(1).locator("svg")).to_contain_text("没开始：第一次红灯")
             expect(figures.nth(1).locator("svg")).to_contain_text("无法导入 pi_course")
@@ -122,7 +128,7 @@ def test_the_class_report_shows_every_row_and_each_copys_check_output(tmp_path: 
             for record in records:
                 row = page.locator(f'tbody tr[data-name="{record["name"]}"]')
                 cells = row.locator("td")
-                expect(cells.nth(1)).to_have_text(record["status"])
+                expect(cells.nth(1)).to_have_text(STATUS_WORDS[record["status"]])  # 完成, 未完成 …
                 expect(cells.nth(2)).to_have_text(f"{record['focused_passed']}/11")  # a point per test
                 details = row.locator("details pre")
                 expect(details).to_be_hidden()

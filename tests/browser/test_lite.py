@@ -33,6 +33,7 @@ import gzip
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -662,12 +663,36 @@ def test_the_build_says_only_what_is_true(tmp_path: Path) -> None:
     assert built.returncode == 0, said
     assert (output / "index.html").is_file()
     lines = said.strip().splitlines()
-    assert all(line.startswith("lite: ") for line in lines), said  # every line is the build's own
+    assert all(line.startswith("lite：") for line in lines), said  # every line is the build's own
     assert "pi-course-lite-" not in said, said  # no scratch folder (deleted when the build ends)
     named = [Path(word.rstrip(":")) for word in said.split() if word.startswith("/")]
     assert all(path.exists() for path in named), named
     assert "Warning" not in said and "WARNING" not in said and "tornado" not in said and "url:" not in said
     assert "make serve-lite" in lines[-1], said
+    # Only what needs doing: a dependency left out on purpose is recorded, not announced.
+    sys.path.insert(0, str(ROOT / "tools"))
+    from build_lite import LEFT_OUT, unexpected  # type: ignore[import-not-found]
+
+    recorded = json.loads((ROOT / "build" / "lite-report.json").read_text())["undeclared_dependencies"]
+    assert unexpected(recorded) == [], recorded
+    assert not any(pair.rpartition(" -> ")[2] in said for pair in recorded), said
+    assert unexpected(["ipywidgets -> jupyterlab-widgets", "x -> y"]) == ["x -> y"] and "openai" in LEFT_OUT
+
+
+def test_every_page_names_an_icon_the_site_holds() -> None:
+    """A page naming no icon makes the browser ask for /favicon.ico: a 404 in every server's log."""
+    if not (SITE / "index.html").is_file():
+        pytest.fail("build/lite/ is missing: run `make lite` first")
+    assert (SITE / "favicon.ico").is_file()
+    pages = [
+        page
+        for page in SITE.rglob("index.html")
+        if page.relative_to(SITE).parts[0] not in ("build", "extensions", "static")
+    ]
+    assert len(pages) >= 4, pages
+    for page in pages:
+        icons = re.findall(r'<link rel="icon"[^>]* href="([^"]+)"', page.read_text(encoding="utf-8"))
+        assert icons and all((page.parent / icon).resolve().is_file() for icon in icons), page
 
 
 def listening_address(port: int) -> str:
@@ -700,7 +725,7 @@ def test_serve_lite_is_one_command_on_loopback_at_a_free_port() -> None:
             servers.append(server)
             assert server.stdout is not None
             line = server.stdout.readline()
-            assert line.startswith("lite: serving") and "http://127.0.0.1:" in line, line
+            assert line.startswith("lite：在 http://127.0.0.1:") and "Ctrl-C 停止" in line, line
             addresses.append(line.split("http://127.0.0.1:")[1].split("/")[0])
         assert len(set(addresses)) == 2, addresses
         port = int(addresses[0])

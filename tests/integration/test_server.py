@@ -551,5 +551,5 @@ def test_serve_with_an_api_key_and_no_traceback_for_a_scripted_drop() -> None:
     finally:
         server.terminate()
         out, _ = server.communicate(timeout=10)
-    assert "any other Bearer key gets 401" in out
+    assert "别的 Bearer key 一律回答 401" in out
     assert "Traceback" not in out and "Exception in ASGI application" not in out, out

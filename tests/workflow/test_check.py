@@ -432,8 +432,11 @@ def test_a_missing_dependency_says_which_python_to_use_not_which_line_to_fix() -
     line = import_failure.import_failure_line(
         "ModuleNotFoundError: No module named 'httpx'", ("pi_course/transport.py", 14)
     )
-    assert line.startswith("pi_course 无法导入：没有安装 httpx（pi_course/transport.py 第 14 行要用它）。")
-    assert "pi-course[lab]" in line and "改好这一行" not in line
+    assert re.match(
+        r"pi_course 无法导入：这个 Python（/\S+）没有安装 httpx（pi_course/transport\.py 第 14 行要用它）。",
+        line,
+    )
+    assert "pi-course[lab]" in line and "改好这一行" not in line and "/path/to" not in line
     own = import_failure.import_failure_line(
         "ModuleNotFoundError: No module named 'pi_course.typs'", ("pi_course/adapter.py", 3)
     )

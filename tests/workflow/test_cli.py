@@ -305,7 +305,7 @@ def test_a_subcommands_unknown_argument_names_the_subcommand(
 ) -> None:
     code, line = one_line(capsys, argv)
     assert code == 2
-    assert line.startswith(f"python -m pi_course {prog}: 错误：unrecognized arguments: {argv[-1]}")
+    assert line.startswith(f"python -m pi_course {prog}：错误：不认识的参数：{argv[-1]}")
     assert f"python -m pi_course {prog} --help" in line
 
 
@@ -339,13 +339,13 @@ def test_base_url_without_a_model(
 @pytest.mark.parametrize(
     ("value", "says"),
     [
-        ("garbage", "does not start with http"),
-        ("api.openai.com/v1", "does not start with http"),
-        ("localhost:8000/v1", "does not start with http"),
+        ("garbage", "不是以 http:// 或 https:// 开头"),
+        ("api.openai.com/v1", "不是以 http:// 或 https:// 开头"),
+        ("localhost:8000/v1", "不是以 http:// 或 https:// 开头"),
         ("ftp://example.com/v1", "ftp://"),
-        ("http://[::1", "not a valid URL"),
-        ("http://localhost:99999/v1", "not a valid URL"),
-        ("http:///v1", "names no host"),
+        ("http://[::1", "不是有效的 URL"),
+        ("http://localhost:99999/v1", "不是有效的 URL"),
+        ("http:///v1", "里没有主机名"),
     ],
 )
 def test_a_malformed_base_url(
@@ -365,13 +365,13 @@ def help_text(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
 def test_chat_help_names_the_default_model_in_each_case(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert "default: mainline" in help_text(capsys, ["chat", "--help"])
+    assert "默认 mainline" in help_text(capsys, ["chat", "--help"])
     monkeypatch.setenv("PI_COURSE_BASE_URL", "https://api.example.invalid/v1")
-    assert "required here: PI_COURSE_BASE_URL is set and PI_COURSE_MODEL is not" in help_text(
+    assert "这里必须给出：设置了 PI_COURSE_BASE_URL，却没有设置 PI_COURSE_MODEL" in help_text(
         capsys, ["chat", "--help"]
     )
     monkeypatch.setenv("PI_COURSE_MODEL", "gpt-x")
-    assert "default: PI_COURSE_MODEL='gpt-x'" in help_text(capsys, ["chat", "--help"])
+    assert "默认 PI_COURSE_MODEL='gpt-x'" in help_text(capsys, ["chat", "--help"])
 
 
 def test_a_404_from_a_base_url_without_v1_gets_a_hint(
@@ -418,13 +418,74 @@ def test_serve_on_a_busy_port(capsys: pytest.CaptureFixture[str], busy_port: int
     assert code == 1 and str(busy_port) in line and "--port" in line
 
 
+# What argparse says in English, in any of its messages; none of it reaches the learner.
+ARGPARSE_ENGLISH = re.compile(
+    r"usage:|error:|required|unrecognized|invalid choice|invalid \w+ value|choose from|expected|not allowed"
+    r"|ignored explicit|ambiguous option"
+    r"|positional arguments|options:|show this help"
+)
+
+
 @pytest.mark.parametrize(
     "argv",
-    [["check", "06"], ["check", "05", "--step", "5.9"], ["frobnicate"], ["practice", "05"], []],
+    [
+        ["check", "06"],
+        ["check", "05", "--step", "5.9"],
+        ["frobnicate"],
+        ["practice", "05"],
+        ["practice"],
+        [],
+        ["check", "05", "--path"],
+        ["check", "05", "--path", ".", "--reference"],
+        ["check", "05", "--json", "--step", "5.1"],
+        ["grade", "05"],
+        ["grade", "05", "x", "--jobs", "0"],
+        ["serve", "--port", "http"],
+        ["chat"],
+        ["checkpoint", "05", "--bogus"],
+    ],
 )
-def test_usage_errors_are_one_line(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+def test_usage_errors_are_one_chinese_line(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
     code, line = one_line(capsys, argv)
-    assert code == 2 and "--help" in line
+    assert code == 2 and "--help" in line and "：错误：" in line, line
+    assert ARGPARSE_ENGLISH.search(line) is None, line
+
+
+def test_an_argument_is_named_in_words(capsys: pytest.CaptureFixture[str]) -> None:
+    """The chapter, shown as ``05`` in the usage, is 章节 05 in an error; the missing command is 命令."""
+    assert one_line(capsys, ["check", "06"])[1].startswith(
+        "python -m pi_course check：错误：参数 章节 05：'06' 不是可选的值"
+    )
+    assert one_line(capsys, ["practice"])[1].startswith(
+        "python -m pi_course practice：错误：缺少参数 章节 05、DIR，"
+    )
+    assert one_line(capsys, [])[1].startswith("python -m pi_course：错误：缺少参数 命令，")
+
+
+def test_a_missing_argument_shows_how_to_write_the_command(capsys: pytest.CaptureFixture[str]) -> None:
+    code, line = one_line(capsys, ["practice", "05"])
+    assert code == 2
+    assert line.startswith(
+        "python -m pi_course practice：错误：缺少参数 DIR，应写成 python -m pi_course practice"
+    )
+    assert line.split("应写成 ")[1].split("（")[0].endswith(" 05 DIR"), line
+
+
+@pytest.mark.parametrize(
+    "command", [[], ["serve"], ["chat"], ["practice"], ["check"], ["checkpoint"], ["grade"]]
+)
+def test_help_is_chinese(capsys: pytest.CaptureFixture[str], command: list[str]) -> None:
+    """Every command's --help: Chinese headings and a Chinese line for each option (names stay)."""
+    assert main([*command, "--help"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("用法：python -m pi_course"), text
+    assert ARGPARSE_ENGLISH.search(text) is None, text
+    for line in text.splitlines():
+        described = re.match(
+            r"^  (?:-\S+(?: \S+)?(?:, -\S+(?: \S+)?)?|[A-Z0-9.]+|\w+)\s{2,}(?P<help>.+)$", line
+        )
+        if described:
+            assert re.search(r"[\u4e00-\u9fff]", described["help"]), line
 
 
 # --- connect() ----------------------------------------------------------------------------------
@@ -478,4 +539,4 @@ def test_check_rules_prints_the_table_on_a_fresh_copy_and_a_closed_pipe_is_no_er
 
 def test_check_json_help_says_where_the_text_goes(capsys: pytest.CaptureFixture[str]) -> None:
     text = " ".join(help_text(capsys, ["check", "--help"]).split())
-    assert "alone on stdout; the text report goes to stderr" in text
+    assert "标准输出上只打印这份副本的记录（JSON，一行）；文字报告写到标准错误" in text

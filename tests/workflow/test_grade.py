@@ -16,6 +16,7 @@ import html
 import io
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -327,12 +328,12 @@ RESULTS = [
 
 def test_the_table_puts_unfinished_copies_first_and_prints_no_control_characters() -> None:
     lines = table(RESULTS, width=120).splitlines()
-    assert lines[0].split()[:7] == ["name", "status", "5.1", "5.2", "5.3", "5.4", "focused"]
-    assert [line.split()[1] for line in lines[1:4]] == ["timeout", "incomplete", "done"]
+    assert lines[0].split()[:7] == ["副本", "状态", "5.1", "5.2", "5.3", "5.4", "聚焦测试"]
+    assert [line.split()[1] for line in lines[1:4]] == ["超时", "未完成", "完成"]
     assert lines[1].startswith("cy ") and lines[3].startswith("ada ")
     assert "\x1b" not in "\n".join(lines)
     assert "0/5" in lines[2] and "4/11" in lines[2] and "11/11" in lines[3]
-    assert lines[-1] == "共 3 份：done 1，incomplete 1，timeout 1"
+    assert lines[-1] == "共 3 份：完成 1，未完成 1，超时 1"
 
 
 def test_json_and_csv_hold_every_record_and_no_formula() -> None:
@@ -389,6 +390,91 @@ def test_where_the_class_is_stuck_tells_not_started_from_cannot_import_and_timed
     page = to_html(results)
     for label in (NOT_STARTED, STOPPED["import-error"], STOPPED["timeout"]):
         assert html.escape(label) in page
+
+
+def stage_record(name: str, passed: dict[str, int], beyond: tuple[int, int] = (0, 0)) -> dict[str, Any]:
+    """A copy's record as check writes it: each focused test by name, failing where the step is not done."""
+    tests: dict[str, bool] = {}
+    for step in STEPS:
+        names = FOCUSED_NAMES[step.number]
+        tests.update({test: index < passed.get(step.number, 0) for index, test in enumerate(names)})
+    done = all(passed.get(step.number, 0) == step.expected for step in STEPS)
+    return {
+        **record(name, "done" if done else "incomplete", sum(passed.values())),
+        "focused": {step.number: [passed.get(step.number, 0), step.expected] for step in STEPS},
+        "beyond_passed": beyond[0], "beyond_total": beyond[1], "tests": tests,
+    }  # fmt: skip
+
+
+FOCUSED_NAMES = {
+    "5.1": ["test_outbound_conversion_maps_four_roles_and_tools_without_touching_input"],
+    "5.2": [
+        "test_normalized_transport_orders_content_by_first_appearance_with_tool_index_4_2",
+        "test_normalized_transport_exception_ends_in_error_with_the_partial_kept",
+        "test_normalized_transport_length_keeps_raw_arguments_in_both_fields",
+    ],
+    "5.3": [f"test_sse_case_{index}" for index in range(5)],
+    "5.4": ["test_fetch_transport_sends_the_exact_request", "test_fetch_transport_redacts_the_key"],
+}
+
+
+def test_stuck_means_failing_in_a_step_the_copy_has_reached() -> None:
+    """A class at 5.1 and 5.2: the stubs of 5.3 and 5.4 fail everywhere, and are where nobody is yet."""
+    from pi_course.course.grade.page import failing_tests, reached
+
+    at_51 = stage_record("at-5.1", {})
+    at_52 = stage_record("at-5.2", {"5.1": 1, "5.2": 1})
+    ahead = stage_record("ahead", {"5.1": 1, "5.3": 2})  # 5.3 started before 5.2 is done
+    results = [Graded(at_51, ""), Graded(at_52, ""), Graded(ahead, "")]  # type: ignore[arg-type]
+    stuck = dict(failing_tests(results, limit=20))
+    assert (
+        stuck
+        == {
+            FOCUSED_NAMES["5.1"][0]: 1,  # at-5.1
+            **{name: 2 for name in FOCUSED_NAMES["5.2"][1:]},  # at-5.2 and ahead
+            FOCUSED_NAMES["5.2"][0]: 1,  # ahead only: at-5.2 passes it
+            **{name: 1 for name in FOCUSED_NAMES["5.3"][2:]},  # ahead, who has begun 5.3
+        }
+    )
+    assert not any(name.startswith("test_fetch_transport") for name in stuck)
+    assert reached(at_52, STEPS[1]) and not reached(at_52, STEPS[2]) and reached(ahead, STEPS[2])  # type: ignore[arg-type]
+    page = to_html(results)
+    for name, _ in failing_tests(results):  # every name shown whole, however long: wrapped, not cut
+        assert html.escape(name) in page.replace('</tspan><tspan x="0" dy="13">', ""), name
+    assert "…" not in page.split("卡住最多的地方")[1].split("</figure>")[0]
+    assert "2/2 份失败" in page and "1/2 份失败" in page  # out of the two copies that reached 5.2
+    from pi_course.course.grade.page import wrapped
+
+    long = "test_sse_abort_during_a_blocked_read_ends_aborted_and_closes_the_response"
+    assert wrapped(long) == ["test_sse_abort_during_a_blocked_read_ends_aborted_and_closes_", "the_response"]
+    assert "".join(wrapped("x" * 150)) == "x" * 150 and wrapped("没开始") == ["没开始"]
+
+
+def test_the_page_says_it_in_chinese_and_counts_beyond_one_way() -> None:
+    """Status and flags in Chinese on the page and in the terminal (their values stay in CSV and
+    JSON); a fresh copy and one whose beyond checks all wait count the same: 0 of the course's."""
+    fresh = {**record("fresh", "incomplete", 0), "beyond_total": 0, "flags": ["not-sandboxed"]}
+    waiting = {**stage_record("waiting", {"5.1": 1}, beyond=(0, 27)), "flags": ["tests-modified"]}
+    done = stage_record("done", {"5.1": 1, "5.2": 3, "5.3": 5, "5.4": 2}, beyond=(27, 27))
+    results = [Graded(fresh, ""), Graded(waiting, ""), Graded(done, "")]  # type: ignore[arg-type]
+    page = to_html(results)
+    cells = {
+        name: [html.unescape(cell) for cell in re.findall(r'<td class="n wide">([^<]*)</td>', row)]
+        for name, row in re.findall(r'<tr class="[^"]+" data-name="([^"]+)">(.*?)</tr>', page)
+    }
+    assert cells["fresh"][-2] == cells["waiting"][-2] == "0/27" and cells["done"][-2] == "27/27"
+    for word in ("完成", "未完成", "没有沙箱", "改过测试", "共 3 份：完成 1，未完成 2"):
+        assert word in page, word
+    assert not re.search(r'<td class="status"[^>]*>(done|incomplete)<', page)
+    assert '<span class="flag" title="tests-modified">改过测试</span>' in page
+    lines = table(results, width=200).splitlines()
+    assert [line.split()[1] for line in lines[1:4]] == ["未完成", "未完成", "完成"]
+    assert all("0/27" in line for line in lines[1:3]), lines
+    rows = list(
+        csv.DictReader(io.StringIO(to_csv([graded.record for graded in results]).removeprefix("\ufeff")))
+    )
+    assert [row["status"] for row in rows] == ["incomplete", "incomplete", "done"]
+    assert [row["flags"] for row in rows][:2] == ["not-sandboxed", "tests-modified"]
 
 
 def test_the_page_names_the_sandbox_and_the_similarity_result(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -605,12 +691,10 @@ def test_a_class_at_a_glance(tmp_path: Path) -> None:
 
     # The table: unfinished first, then the three finished copies.
     rows = result.stdout.splitlines()
-    assert rows[0].startswith("name")
+    assert rows[0].startswith("副本")
     statuses = [row.split()[1] for row in rows[1:11]]
-    assert statuses == ["import-error", "timeout", "not-a-copy", *["incomplete"] * 4, *["done"] * 3], (
-        result.stdout
-    )
-    assert rows[11] == "共 10 份：done 3，incomplete 4，import-error 1，timeout 1，not-a-copy 1"
+    assert statuses == ["无法导入", "超时", "不是副本", *["未完成"] * 4, *["完成"] * 3], result.stdout
+    assert rows[11] == "共 10 份：完成 3，未完成 4，无法导入 1，超时 1，不是副本 1"
 
     table_rows = list(csv.DictReader((out / "class.csv").open(encoding="utf-8-sig")))
     assert [row["folder"] for row in table_rows] == list(records)

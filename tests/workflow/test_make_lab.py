@@ -66,9 +66,9 @@ def test_the_first_install_says_what_it_does_before_each_silent_step() -> None:
     install = next(index for index, line in enumerate(planned) if 'pip install --quiet -e ".[dev]"' in line)
     venv = next(index for index, line in enumerate(planned) if "-m venv" in line)
     said = [line for line in planned[:install] if line.startswith("echo ")]
-    assert any("creating .venv" in line for line in planned[:venv]), planned
-    assert said and "about a minute" in said[-1] and "installing" in said[-1], planned
-    assert any(line.startswith("echo ") and "ready" in line for line in planned[install:]), planned
+    assert any("创建 .venv" in line for line in planned[:venv]), planned
+    assert said and "大约一分钟" in said[-1] and "装进 .venv" in said[-1], planned
+    assert any(line.startswith("echo ") and "准备好了" in line for line in planned[install:]), planned
 
 
 @contextlib.contextmanager

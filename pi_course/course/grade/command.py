@@ -19,15 +19,31 @@ from types import FrameType
 
 from ..copyrun import DEFAULT_TIMEOUT
 from ..exits import EXIT_DONE, EXIT_INTERRUPTED, EXIT_USAGE
+from ..locate import course_root
+from ..pythons import TO_CHECK, course_python, missing_packages, use_instead
 from ..record import as_record
 from ..sandbox import SandboxError, choose, not_sandboxed_line
 from .discovery import GradeError, discover
 from .gradebook import GradebookError, Points, Student, parse_points, read_roster, to_csv
 from .page import to_html
-from .records import Graded
+from .records import Graded, status_said
 from .report import _printable, _seconds, table
 from .runner import grade
 from .similarity import near_identical
+
+
+def python_problem() -> str | None:
+    """The grader's Python must have the course's packages: without them every copy would read as
+    one that does not import. Said before anything is graded or written, naming the one that has them."""
+    missing = missing_packages(TO_CHECK)
+    if not missing:
+        return None
+    command = " ".join(["-m pi_course", *sys.argv[1:]])
+    return (
+        f"grade 05：这个 Python（{sys.executable}）没有安装 {'、'.join(missing)}，"
+        "它评出来的每一份都会是“无法导入”；没有评分，也没有写任何文件。"
+        + use_instead(course_python(course_root()), command)
+    )
 
 
 @contextlib.contextmanager
@@ -105,6 +121,10 @@ def run(
     ``--sandbox bwrap`` cannot run, ``--points``/``--roster`` cannot be read, or an output file
     cannot be written; 130 when interrupted (the rows graded so far are written).
     """
+    unable = python_problem()
+    if unable is not None:
+        print(unable, file=sys.stderr)
+        return EXIT_USAGE
     try:
         sources = discover(paths)
         weights = parse_points(points)
@@ -125,7 +145,8 @@ def run(
         done.append(graded)
         record = graded.record
         line = (
-            f"[{len(done)}/{total}] {_printable(record['name'])}: {record['status']} ({_seconds(record)} s)"
+            f"[{len(done)}/{total}] {_printable(record['name'])}：{status_said(record['status'])}"
+            f"（{_seconds(record)} 秒）"
         )
         print(line, file=sys.stderr, flush=True)
 

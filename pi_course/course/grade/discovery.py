@@ -73,10 +73,17 @@ def find_tree(folder: Path, depth: int = 2) -> Path | None:
 
 
 def _not_a_copy(path: Path, name: str | None = None) -> Source:
-    why = (
-        f"不是练习副本：{path} 里没有 pi_course/__init__.py 和 tests/{FOCUSED_TEST}"
-        "（python -m pi_course practice 05 DIR 创建的目录，或它的 .zip / .tar.gz）"
-    )
+    try:
+        empty = path.is_dir() and not any(_visible(child) for child in path.iterdir())
+    except OSError:
+        empty = False
+    if empty:
+        why = f"不是练习副本：{path} 是空文件夹（还没有交副本）"
+    else:
+        why = (
+            f"不是练习副本：{path} 里没有 pi_course/__init__.py 和 tests/{FOCUSED_TEST}"
+            "（python -m pi_course practice 05 DIR 创建的目录，或它的 .zip / .tar.gz）"
+        )
     return Source(name or path.name, path, "not-a-copy", why)
 
 
@@ -108,7 +115,37 @@ def discover(paths: Sequence[str | Path]) -> list[Source]:
             sources.append(Source(archive_stem(path.name), path, "archive"))
         else:
             sources.append(_not_a_copy(path))
+    if sources and all(source.kind == "not-a-copy" for source in sources):
+        raise GradeError(nothing_to_grade(paths))
     return sources
+
+
+def _why_nothing(path: Path) -> str:
+    """What one PATH holds when it holds no copy: said so that the fix is plain."""
+    if path.is_file():
+        return f"{path} 是一个文件，不是文件夹，也不是 .zip / .tar.gz"
+    above = next((folder for folder in path.parents if looks_like_a_copy(folder)), None)
+    if above is not None:
+        return f"{path} 在副本 {above} 里面（要评它，写 {above}）"
+    try:
+        empty = not any(child for child in path.iterdir() if _visible(child))
+    except OSError:
+        empty = False
+    if empty:
+        return f"{path} 是空文件夹"
+    return (
+        f"{path} 里没有练习副本（副本的根目录有 pi_course/__init__.py 和 tests/{FOCUSED_TEST}，"
+        "可以在下面两层以内）"
+    )
+
+
+def nothing_to_grade(paths: Sequence[str | Path]) -> str:
+    """The one line when no PATH holds a copy or an archive: nothing is graded and nothing written."""
+    said = "；".join(_why_nothing(Path(given).expanduser().absolute()) for given in paths)
+    return (
+        f"grade 05：没有可以评的副本：{said}。请给出练习副本（practice 05 DIR 创建的目录）、"
+        "装着副本的文件夹，或副本的 .zip / .tar.gz；没有评分，也没有写任何文件。"
+    )
 
 
 def _sources(child: Path) -> list[Source]:

@@ -14,12 +14,13 @@ import importlib.util
 from collections import Counter
 from collections.abc import Sequence
 
-from ...chapter.steps import STEPS
+from ...chapter.steps import STEPS, Step
 from ..record import STATUSES, CopyRecord
+from ..report import step_of
 from ..sandbox import NOT_SANDBOXED
 from .gradebook import DEFAULT_POINTS, Points, csv_row
-from .records import Graded, unfinished_first
-from .report import _pair, _seconds
+from .records import Graded, flag_said, status_said, unfinished_first
+from .report import _pair, _seconds, _width, beyond_cell, beyond_total, summary
 from .similarity import THRESHOLD, Pair
 
 _STYLE = """
@@ -38,7 +39,8 @@ table { border-collapse: collapse; width: 100%; }
 th, td { border-bottom: 1px solid #d0d7de; padding: .35rem .5rem; text-align: left; vertical-align: top; }
 th { background: #f6f8fa; }
 td.n { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-td.name { overflow-wrap: anywhere; }
+td.name { overflow-wrap: break-word; }
+th { white-space: nowrap; }
 .status { font-weight: 600; white-space: nowrap; }
 .flag { display: inline-block; font-size: .8em; border: 1px solid #9a6700; color: #9a6700; border-radius: 1em;
   padding: 0 .45em; margin: .1em .2em 0 0; white-space: nowrap; }
@@ -112,10 +114,32 @@ def stuck_before_tests(record: CopyRecord) -> str | None:
     return STOPPED.get(status, NOT_STARTED if status == "incomplete" else f"{status}（没有测试运行）")
 
 
+def reached(record: CopyRecord, step: Step) -> bool:
+    """A step the copy has got to: every step before it done, or one of its own tests passing.
+
+    A later step's tests fail on its stubs; that is where the copy has not been, not where it is stuck.
+    """
+    focused = record.get("focused") or {}
+
+    def passed(earlier: Step) -> int:
+        return int((focused.get(earlier.number) or [0])[0])
+
+    return passed(step) > 0 or all(
+        passed(earlier) >= earlier.expected for earlier in STEPS[: STEPS.index(step)]
+    )
+
+
+def _counts(record: CopyRecord, name: str) -> bool:
+    """Whether a failing test is where the copy is stuck: a beyond check (run only when its steps
+    are done), or a focused test of a step the copy has reached."""
+    step = step_of(name)
+    return step is None or reached(record, step)
+
+
 def failing_tests(results: Sequence[Graded], limit: int = 6) -> list[tuple[str, int]]:
     """Where copies are stuck, most first: first the copies stopped before any test ran, by why (not
     started, cannot import, timed out: each always shown), then the ``limit`` tests that fail in
-    most copies (focused and beyond)."""
+    most copies (focused and beyond), each counted only in copies that have reached its step."""
     stuck: Counter[str] = Counter()
     failing: Counter[str] = Counter()
     for record in _graded(results):
@@ -123,7 +147,7 @@ def failing_tests(results: Sequence[Graded], limit: int = 6) -> list[tuple[str, 
         if why is not None:
             stuck[why] += 1
         for name, passed in (record.get("tests") or {}).items():
-            if passed is False:
+            if passed is False and _counts(record, str(name)):
                 failing[str(name)] += 1
 
     def most_first(counts: Counter[str]) -> list[tuple[str, int]]:
@@ -132,8 +156,45 @@ def failing_tests(results: Sequence[Graded], limit: int = 6) -> list[tuple[str, 
     return most_first(stuck) + most_first(failing)[:limit]
 
 
+def reached_by(results: Sequence[Graded], name: str) -> int:
+    """How many copies could fail ``name``: those that ran it and have reached its step."""
+    return sum(
+        1 for record in _graded(results) if name in (record.get("tests") or {}) and _counts(record, name)
+    )
+
+
+def wrapped(text: str, width: int = 64) -> list[str]:
+    """``text`` in lines of at most ``width`` display columns (CJK counts two), broken after ``_``,
+    a space or a closing bracket where it can: a test's whole name, never cut."""
+    lines: list[str] = []
+    rest = text
+    while _width(rest) > width:
+        cut, used, index = 0, 0, 0
+        for index, char in enumerate(rest):
+            used += _width(char)
+            if used > width:
+                break
+            if char in "_ ）)]":
+                cut = index + 1  # the last place a line may end: after a word of the name
+        cut = cut or max(1, index)  # one unbroken run longer than a line: cut where it is full
+        lines.append(rest[:cut])
+        rest = rest[cut:]
+    return [*lines, rest]
+
+
+def _svg_lines(lines: list[str], y: int) -> str:
+    if len(lines) == 1:
+        return f'<text x="0" y="{y}" font-size="11">{html.escape(lines[0])}</text>'
+    spans = "".join(
+        f'<tspan x="0" dy="{0 if index == 0 else 13}">{html.escape(line)}</tspan>'
+        for index, line in enumerate(lines)
+    )
+    return f'<text x="0" y="{y}" font-size="11">{spans}</text>'
+
+
 def failing_svg(results: Sequence[Graded]) -> str:
-    """A bar per test that fails most often, with how many copies it fails in."""
+    """A bar per test that fails most often (its whole name, wrapped), with how many of the copies
+    that reached its step it fails in."""
     failing = failing_tests(results)
     count = max(1, len(_graded(results)))
     label = "失败最多的测试"
@@ -143,24 +204,27 @@ def failing_svg(results: Sequence[Graded]) -> str:
             f'<title>{label}</title><text x="0" y="20" font-size="13">没有失败的测试</text></svg>'
         )
     rows = []
-    for index, (name, failed) in enumerate(failing):
-        y = 8 + index * 34
-        shown = name if len(name) <= 58 else name[:57] + "…"
-        copies = f"{failed}/{count} 份" + ("" if name in _STUCK else "失败")
+    y = 8
+    for name, failed in failing:
+        lines = wrapped(name)
+        out_of = count if name in _STUCK else max(1, reached_by(results, name))
+        copies = f"{failed}/{out_of} 份" + ("" if name in _STUCK else "失败")
+        bar = y + 20 + 13 * (len(lines) - 1)
         rows.append(
-            f'<text x="0" y="{y + 15}" font-size="11">{html.escape(shown)}</text>'
-            f'<rect x="0" y="{y + 20}" width="300" height="10" rx="2" fill="{_GREY}"/>'
-            f'<rect x="0" y="{y + 20}" width="{300 * failed / count:.1f}" height="10" fill="{_RED}"/>'
-            f'<text x="310" y="{y + 30}" font-size="12">{copies}</text>'
+            _svg_lines(lines, y + 15)
+            + f'<rect x="0" y="{bar}" width="300" height="10" rx="2" fill="{_GREY}"/>'
+            f'<rect x="0" y="{bar}" width="{300 * failed / out_of:.1f}" height="10" fill="{_RED}"/>'
+            f'<text x="310" y="{bar + 10}" font-size="12">{copies}</text>'
         )
-    height = 8 + len(failing) * 34 + 4
+        y = bar + 14
+    height = y + 4
     return (
         f'<svg viewBox="0 0 420 {height}" role="img" aria-label="{label}" xmlns="http://www.w3.org/2000/svg">'
         f"<title>{label}</title>{''.join(rows)}</svg>"
     )
 
 
-def _html_row(graded: Graded, points: Points) -> str:
+def _html_row(graded: Graded, points: Points, beyond: int) -> str:
     e = html.escape
     record = graded.record
     status = str(record.get("status", ""))
@@ -171,17 +235,20 @@ def _html_row(graded: Graded, points: Points) -> str:
     folded = "".join(
         f"<dt>{e(step.number)}</dt><dd>{e(_pair(focused.get(step.number)))}</dd>" for step in STEPS
     ) + (
-        f"<dt>beyond</dt><dd>{e(_pair([record.get('beyond_passed', 0), record.get('beyond_total', 0)]))}</dd>"
-        f"<dt>s</dt><dd>{e(_seconds(record))}</dd>"
+        f"<dt>本章之外</dt><dd>{e(beyond_cell(record, beyond))}</dd><dt>秒</dt><dd>{e(_seconds(record))}</dd>"
     )
-    flags = "".join(f'<span class="flag">{e(str(flag))}</span>' for flag in record.get("flags") or ())
+    flags = "".join(
+        f'<span class="flag" title="{e(str(flag))}">{e(flag_said(flag))}</span>'
+        for flag in record.get("flags") or ()
+    )
     failure = str(record.get("first_failure") or "完成")
     output = graded.output or "（没有输出）"
     return (
         f'<tr class="{e(status if status in STATUSES else "unknown")}" data-name="{e(name)}">'
-        f'<td class="name" title="{e(path)}">{e(name)}</td><td class="status">{e(status)}</td>'
+        f'<td class="name" title="{e(path)}">{e(name)}</td>'
+        f'<td class="status" title="{e(status)}">{e(status_said(status))}</td>'
         f'<td class="n">{e(str(row["score"]))}/{e(str(row["max"]))}</td>{steps}'
-        f'<td class="n wide">{e(_pair([record.get("beyond_passed", 0), record.get("beyond_total", 0)]))}</td>'
+        f'<td class="n wide">{e(beyond_cell(record, beyond))}</td>'
         f'<td class="n wide">{e(_seconds(record))}</td>'
         f"<td>{flags}<details><summary>{e(failure)}</summary>"
         f'<dl class="steps">{folded}</dl><pre>{e(output)}</pre></details></td></tr>'
@@ -264,14 +331,14 @@ def to_html(
     graded here). The header says which sandbox ran and what the similarity check found.
     """
     e = html.escape
-    counts = Counter(str(graded.record.get("status")) for graded in results)
-    summary = "，".join(f"{status} {counts[status]}" for status in STATUSES if counts[status])
     head = (
-        "<th>name</th><th>status</th><th>points</th>"
+        "<th>副本</th><th>状态</th><th>得分</th>"
         + "".join(f'<th class="wide">{e(step.number)}</th>' for step in STEPS)
-        + '<th class="wide">beyond</th><th class="wide">s</th><th>check 05</th>'
+        + '<th class="wide" title="本章之外的检查：通过数/总数，待完成和没有运行的都算在总数里">本章之外</th>'
+        '<th class="wide">秒</th><th>check 05 的结论</th>'
     )
-    rows = "".join(_html_row(graded, points) for graded in unfinished_first(results))
+    beyond = beyond_total(results)
+    rows = "".join(_html_row(graded, points, beyond) for graded in unfinished_first(results))
     banner = f'<p class="warning">{e(warning)}</p>' if warning else ""
     compared = len(_graded(results)) if compared is None else compared
     run = f'<p class="run" id="sandbox">{e(sandbox_line(results))}</p>' + (
@@ -280,7 +347,9 @@ def to_html(
     glance = (
         '<section class="glance">'
         f"<figure><figcaption>每一步的进度</figcaption>{progress_svg(results)}</figure>"
-        f"<figure><figcaption>卡住最多的地方</figcaption>{failing_svg(results)}</figure>"
+        f"<figure><figcaption>卡住最多的地方</figcaption>{failing_svg(results)}"
+        '<p class="summary">一项测试只在已经到了它那一步的副本里计数'
+        "（之前的步骤都已完成，或这一步已有测试通过）：后面几步的桩在谁那里都会失败，那不是卡住。</p></figure>"
         "</section>"
     )
     return (
@@ -289,7 +358,7 @@ def to_html(
         f'<meta http-equiv="Content-Security-Policy" content="{_POLICY}">'
         f'<meta name="viewport" content="width=device-width, initial-scale=1"><title>{e(title)}</title>'
         f"<style>{_STYLE}</style></head><body>"
-        f'<h1>{e(title)}</h1>{banner}<p class="summary">共 {len(results)} 份：{e(summary)}。'
+        f'<h1>{e(title)}</h1>{banner}<p class="summary">{e(summary(results))}。'
         "未完成的排在前面；点开最后一列，看这份副本的完整 check 输出。</p>"
         f"{run}{glance}<h2>每一份副本</h2>"
         f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"

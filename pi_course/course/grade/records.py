@@ -8,7 +8,40 @@ from dataclasses import dataclass
 
 from ..record import STATUSES, CopyRecord
 
-__all__ = ["STATUSES", "Graded", "now", "unfinished_first"]
+__all__ = [
+    "FLAG_WORDS",
+    "STATUSES",
+    "STATUS_WORDS",
+    "Graded",
+    "flag_said",
+    "now",
+    "status_said",
+    "unfinished_first",
+]
+
+# What the instructor reads for each machine value (the CSV and the JSON keep the values themselves).
+STATUS_WORDS = {
+    "done": "完成",
+    "incomplete": "未完成",
+    "import-error": "无法导入",
+    "timeout": "超时",
+    "not-a-copy": "不是副本",
+}
+FLAG_WORDS = {
+    "tests-modified": "改过测试",
+    "matches-reference": "与参考实现相同",
+    "not-sandboxed": "没有沙箱",
+}
+
+
+def status_said(status: object) -> str:
+    """A record's status in Chinese; an unknown one (a hand-edited JSON) as it is."""
+    return STATUS_WORDS.get(str(status), str(status))
+
+
+def flag_said(flag: object) -> str:
+    """A record's flag in Chinese; an unknown one as it is."""
+    return FLAG_WORDS.get(str(flag), str(flag))
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from typing import Any
 
 from ...chapter.steps import STEP_NUMBERS
 from ..record import STATUSES, CopyRecord
-from .records import Graded, unfinished_first
+from .records import Graded, flag_said, status_said, unfinished_first
 
 
 def _printable(text: object) -> str:
@@ -50,21 +50,39 @@ def _seconds(record: CopyRecord) -> str:
     return f"{value:.1f}" if isinstance(value, int | float) else "-"
 
 
-def _row(record: CopyRecord) -> list[str]:
+def beyond_total(results: Sequence[Graded]) -> int:
+    """How many checks beyond the chapter the class's course has: the most any copy ran (0: none ran)."""
+    return max((int(graded.record.get("beyond_total") or 0) for graded in results), default=0)
+
+
+def beyond_cell(record: CopyRecord, total: int) -> str:
+    """Beyond checks passed out of the course's ``total``, one way whether they ran, wait or never ran."""
+    total = max(total, int(record.get("beyond_total") or 0))
+    return f"{record.get('beyond_passed', 0)}/{total}" if total else "-"
+
+
+def _row(record: CopyRecord, beyond: int) -> list[str]:
     focused = record.get("focused") or {}
     return [
         _printable(record.get("name", "")),
-        str(record.get("status", "")),
+        _printable(status_said(record.get("status", ""))),
         *(_pair(focused.get(number)) for number in STEP_NUMBERS),
         f"{record.get('focused_passed', 0)}/{record.get('focused_total', 0)}",
-        f"{record.get('beyond_passed', 0)}/{record.get('beyond_total', 0)}",
+        beyond_cell(record, beyond),
         _seconds(record),
-        _printable(" ".join(record.get("flags") or ()) or "-"),
+        _printable(" ".join(flag_said(flag) for flag in record.get("flags") or ()) or "-"),
         _printable(record.get("first_failure") or ""),
     ]
 
 
-HEADER = ["name", "status", *STEP_NUMBERS, "focused", "beyond", "s", "flags", "first_failure"]
+HEADER = ["副本", "状态", *STEP_NUMBERS, "聚焦测试", "本章之外", "秒", "标记", "最先要改的"]
+
+
+def summary(results: Sequence[Graded]) -> str:
+    """``共 N 份：完成 a，未完成 b，…``: the count per status, in the order of :data:`STATUSES`."""
+    counts = Counter(str(graded.record.get("status")) for graded in results)
+    per_status = "，".join(f"{status_said(status)} {counts[status]}" for status in STATUSES if counts[status])
+    return f"共 {len(results)} 份：{per_status}" if results else "共 0 份"
 
 
 def table(results: Sequence[Graded], width: int = 160, warning: str | None = None) -> str:
@@ -72,7 +90,8 @@ def table(results: Sequence[Graded], width: int = 160, warning: str | None = Non
 
     ``warning`` (the checks ran without a sandbox) comes first and last, where it cannot be missed.
     """
-    rows = [HEADER, *(_row(graded.record) for graded in unfinished_first(results))]
+    beyond = beyond_total(results)
+    rows = [HEADER, *(_row(graded.record, beyond) for graded in unfinished_first(results))]
     widths = [max(_width(row[column]) for row in rows) for column in range(len(HEADER) - 1)]
     widths[0] = min(widths[0], 24)
     rest = max(20, width - sum(widths) - 2 * len(widths))
@@ -80,9 +99,7 @@ def table(results: Sequence[Graded], width: int = 160, warning: str | None = Non
     for row in rows:
         cells = [_fit(cell, size) for cell, size in zip(row, widths, strict=False)]
         lines.append(("  ".join([*cells, _fit(row[-1], rest)])).rstrip())
-    counts = Counter(str(graded.record.get("status")) for graded in results)
-    summary = "，".join(f"{status} {counts[status]}" for status in STATUSES if counts[status])
-    lines.append(f"共 {len(results)} 份：{summary}" if results else "共 0 份")
+    lines.append(summary(results))
     if warning is not None:
         lines = [_printable(warning), *lines, _printable(warning)]
     return "\n".join(lines)
