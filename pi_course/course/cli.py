@@ -25,7 +25,14 @@ from .exits import EXIT_DONE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE
 from .import_failure import lesson_imported
 from .parser import ChineseParser
 
-_Commands: TypeAlias = "argparse._SubParsersAction[ChineseParser]"  # what add_parser is called on
+
+class _CourseParser(ChineseParser):
+    """The course's parser: its chapter argument, shown as ``05`` in the usage, is 章节 05 in an error."""
+
+    names = {"05": "章节 05", "COMMAND": "命令"}  # noqa: RUF012 -- read only
+
+
+_Commands: TypeAlias = "argparse._SubParsersAction[_CourseParser]"  # what add_parser is called on
 DESCRIPTION = "动手学 Pi 第 05 章的命令：练习副本、检查、评分，本地 provider 与一轮对话。"
 
 
@@ -253,6 +260,7 @@ def _serve(host: str, port: int, api_key: str | None = None) -> int:
     checked = "别的 Bearer key 一律回答 401" if api_key else "不检查 API key"
     print(f"pi_course 本地 provider：http://{host}:{port}/v1（{checked}；Ctrl-C 停止）", flush=True)
     run_server(host, port, api_key)
+    print("pi_course 本地 provider 已停止。", flush=True)
     return 0
 
 
@@ -322,7 +330,7 @@ def _check_command(commands: _Commands) -> None:
         description="运行练习副本的聚焦测试和本章之外的检查；最后一行是结论。",
     )
     check.add_argument("chapter", choices=["05"], metavar="05", help="章节（只有 05）")
-    check.add_argument("--step", choices=STEP_NUMBERS, help="只跑这一步的聚焦测试")
+    check.add_argument("--step", choices=STEP_NUMBERS, help="只检查这一步（连同它之前的各步）")
     which = check.add_mutually_exclusive_group()
     which.add_argument(
         "--path",
@@ -356,18 +364,20 @@ def _check_options(args: argparse.Namespace, check: argparse.ArgumentParser) -> 
 
 def _run_check(args: argparse.Namespace) -> int:
     from .check import check_command
+    from .request import CheckRequest
 
-    return check_command(
-        args.step,
-        args.path,
+    request = CheckRequest(
+        step=args.step,
+        path=args.path,
         reference=args.reference,
-        as_json=args.json,
         course_only=args.course_only,
         verbose=args.verbose,
+        as_json=args.json,
         rules=args.rules,
         sandbox=args.sandbox,
         assembled=args.assembled,
     )
+    return check_command(request)
 
 
 # --- checkpoint --------------------------------------------------------------------------------------
@@ -474,8 +484,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None = None) -> int:
-    parser = ChineseParser(prog="python -m pi_course", description=DESCRIPTION)
-    commands = parser.add_subparsers(dest="command", required=True, title="命令", metavar="COMMAND")
+    parser = _CourseParser(prog="python -m pi_course", description=DESCRIPTION)
+    commands = parser.add_subparsers(
+        dest="command", required=True, title="命令", metavar="COMMAND", parser_class=_CourseParser
+    )
     for add in COMMANDS:
         add(commands)
     try:

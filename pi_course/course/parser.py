@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import argparse
 import re
-from collections.abc import Iterable
-from typing import Any, NoReturn
+from collections.abc import Iterable, Mapping
+from typing import Any, ClassVar, NoReturn
 
 from .exits import EXIT_USAGE
 
@@ -36,15 +36,23 @@ _MESSAGES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
 )  # fmt: skip
 
 
-def in_chinese(message: str) -> str:
-    """argparse's English message said in Chinese; a message it does not know (the course's own) as it is."""
+def in_chinese(message: str, names: Mapping[str, str] | None = None) -> str:
+    """argparse's English message said in Chinese; a message it does not know (the course's own) as it is.
+
+    ``names``: what to call an argument whose metavar is not a word (``05`` is the chapter).
+    """
     for pattern, chinese in _MESSAGES:
         found = pattern.fullmatch(message)
         if found is not None:
-            parts = {
-                key: in_chinese(value) if key == "message" else value
-                for key, value in found.groupdict().items()
-            }
+            parts = found.groupdict()
+            if "message" in parts:  # argument X: <argparse's message about it>
+                parts["message"] = in_chinese(parts["message"], names)
+            if "name" in parts:
+                parts["name"] = (names or {}).get(parts["name"], parts["name"])
+            if "names" in parts:  # the arguments still missing: "05, DIR"
+                parts["names"] = "、".join(
+                    (names or {}).get(name, name) for name in parts["names"].split(", ")
+                )
             return chinese.format(**parts)
     return message
 
@@ -65,6 +73,8 @@ class _Formatter(argparse.HelpFormatter):
 class ChineseParser(argparse.ArgumentParser):
     """An ``ArgumentParser`` whose usage, help and errors are Chinese; an error is one line with the usage."""
 
+    names: ClassVar[Mapping[str, str]] = {}  # an argument's metavar → what an error calls it
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", _Formatter)
         add_help = kwargs.get("add_help", True)
@@ -78,7 +88,7 @@ class ChineseParser(argparse.ArgumentParser):
             )
 
     def error(self, message: str) -> NoReturn:
-        said = in_chinese(message)
+        said = in_chinese(message, self.names)
         if message.startswith("the following arguments are required"):  # the fix is the usage itself
             said += "，应写成 " + " ".join(self.format_usage().split()).removeprefix("用法：")
         self.exit(EXIT_USAGE, f"{self.prog}：错误：{said}（{self.prog} --help 有详细说明）\n")

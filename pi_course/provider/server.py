@@ -444,9 +444,15 @@ class LocalProvider:
 
 
 class _NoScriptedDrops(logging.Filter):
-    """uvicorn logs an exception out of a response as an application error: a scripted drop is none."""
+    """uvicorn logs an exception out of a response as an application error: a scripted drop is none.
+
+    Its own INFO lines (started, running on, shutting down) go too: the command says where it
+    listens and how to stop it in one Chinese line; warnings, errors and each request's line stay.
+    """
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.WARNING:
+            return False
         return not (record.exc_info and isinstance(record.exc_info[1], _DroppedConnection))
 
 

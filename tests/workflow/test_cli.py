@@ -451,6 +451,17 @@ def test_usage_errors_are_one_chinese_line(capsys: pytest.CaptureFixture[str], a
     assert ARGPARSE_ENGLISH.search(line) is None, line
 
 
+def test_an_argument_is_named_in_words(capsys: pytest.CaptureFixture[str]) -> None:
+    """The chapter, shown as ``05`` in the usage, is 章节 05 in an error; the missing command is 命令."""
+    assert one_line(capsys, ["check", "06"])[1].startswith(
+        "python -m pi_course check：错误：参数 章节 05：'06' 不是可选的值"
+    )
+    assert one_line(capsys, ["practice"])[1].startswith(
+        "python -m pi_course practice：错误：缺少参数 章节 05、DIR，"
+    )
+    assert one_line(capsys, [])[1].startswith("python -m pi_course：错误：缺少参数 命令，")
+
+
 def test_a_missing_argument_shows_how_to_write_the_command(capsys: pytest.CaptureFixture[str]) -> None:
     code, line = one_line(capsys, ["practice", "05"])
     assert code == 2

@@ -73,10 +73,17 @@ def find_tree(folder: Path, depth: int = 2) -> Path | None:
 
 
 def _not_a_copy(path: Path, name: str | None = None) -> Source:
-    why = (
-        f"不是练习副本：{path} 里没有 pi_course/__init__.py 和 tests/{FOCUSED_TEST}"
-        "（python -m pi_course practice 05 DIR 创建的目录，或它的 .zip / .tar.gz）"
-    )
+    try:
+        empty = path.is_dir() and not any(_visible(child) for child in path.iterdir())
+    except OSError:
+        empty = False
+    if empty:
+        why = f"不是练习副本：{path} 是空文件夹（还没有交副本）"
+    else:
+        why = (
+            f"不是练习副本：{path} 里没有 pi_course/__init__.py 和 tests/{FOCUSED_TEST}"
+            "（python -m pi_course practice 05 DIR 创建的目录，或它的 .zip / .tar.gz）"
+        )
     return Source(name or path.name, path, "not-a-copy", why)
 
 

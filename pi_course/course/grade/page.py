@@ -39,7 +39,8 @@ table { border-collapse: collapse; width: 100%; }
 th, td { border-bottom: 1px solid #d0d7de; padding: .35rem .5rem; text-align: left; vertical-align: top; }
 th { background: #f6f8fa; }
 td.n { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-td.name { overflow-wrap: anywhere; }
+td.name { overflow-wrap: break-word; }
+th { white-space: nowrap; }
 .status { font-weight: 600; white-space: nowrap; }
 .flag { display: inline-block; font-size: .8em; border: 1px solid #9a6700; color: #9a6700; border-radius: 1em;
   padding: 0 .45em; margin: .1em .2em 0 0; white-space: nowrap; }
@@ -346,7 +347,9 @@ def to_html(
     glance = (
         '<section class="glance">'
         f"<figure><figcaption>每一步的进度</figcaption>{progress_svg(results)}</figure>"
-        f"<figure><figcaption>卡住最多的地方</figcaption>{failing_svg(results)}</figure>"
+        f"<figure><figcaption>卡住最多的地方</figcaption>{failing_svg(results)}"
+        '<p class="summary">一项测试只在已经到了它那一步的副本里计数'
+        "（之前的步骤都已完成，或这一步已有测试通过）：后面几步的桩在谁那里都会失败，那不是卡住。</p></figure>"
         "</section>"
     )
     return (
