@@ -15,7 +15,7 @@ import pytest
 from pi_course.chapter.contract import POINTS, Edit, Point
 from pi_course.chapter.steps import STEPS
 from pi_course.course import inkernel, testrun
-from pi_course.course.check import verdict_of
+from pi_course.course.judgement import judge
 from pi_course.course.practice import create_practice
 from pi_course.course.starters import reference_sources
 from pi_course.course.twin import edited
@@ -41,7 +41,7 @@ def written(copy: Path, edits: tuple[Edit, ...]) -> None:
 def checked(copy: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     """``check 05``'s verdict on ``copy``, run in this process (the browser edition's runner)."""
     monkeypatch.setattr(inkernel, "in_browser", lambda: True)
-    return verdict_of(testrun.run_tests(STEPS, copy, beyond=True)).line
+    return judge(testrun.run_tests(STEPS, copy, beyond=True)).line
 
 
 def test_every_open_point_that_a_program_can_show_has_a_variant() -> None:
