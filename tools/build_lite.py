@@ -214,10 +214,14 @@ def placeholder_wheel(scratch: Path, name: str) -> Path:
 
 def contents(scratch: Path) -> Path:
     """notebooks/ (the reference) and practice/ (a fresh practice copy), side by side."""
+    from pi_course.chapter.notebooks import fit_first_box
+
     root = scratch / "contents"
     (root / "notebooks").mkdir(parents=True)
-    for notebook in sorted((ROOT / "notebooks").glob("05-*.ipynb")):
-        shutil.copy2(notebook, root / "notebooks" / notebook.name)
+    for notebook in sorted((ROOT / "notebooks").glob("05-*.ipynb")):  # the book, its box for the tab
+        data = fit_first_box(json.loads(notebook.read_text(encoding="utf-8")), "browser-book")
+        text = json.dumps(data, ensure_ascii=False, indent=1, sort_keys=True) + "\n"
+        (root / "notebooks" / notebook.name).write_text(text, encoding="utf-8")
     run(sys.executable, "-m", "pi_course", "practice", "05", root / "practice")  # its hint: a scratch path
     # The browser's LEARNING.md: each terminal step as the notebook call (no terminal in a tab).
     from pi_course.course.practice import learning_md

@@ -19,6 +19,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import mistune
 import nbformat
 from nbclient import NotebookClient
 
@@ -45,9 +46,17 @@ def execute(path: Path) -> float:
         if cell.cell_type == "code":
             cell.outputs = merge_streams(cell.outputs)
     notebook = renumber_widgets(notebook, path.name)
-    store_expected(notebook)  # a practice copy strips outputs and shows these as 预期输出
+    store_expected(notebook, markdown_html)  # a practice copy strips outputs and shows these as 预期输出
     nbformat.write(notebook, path)
     return time.perf_counter() - start
+
+
+MARKDOWN = mistune.create_markdown(escape=False, plugins=["table", "strikethrough"])
+
+
+def markdown_html(text: str) -> str:
+    """A Markdown output as HTML, tables included, as JupyterLab renders it (nbconvert's renderer)."""
+    return str(MARKDOWN(text))
 
 
 def merge_streams(outputs: list[Any]) -> list[Any]:

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Literal
 
+from ..chapter.notebooks import fit_first_box
 from ..chapter.steps import BEYOND_TEST, CHAPTER_TOTAL, COMPARE_TEST, FOCUSED_TEST, RULES_TEST, STEPS
 from ..provider.corpus import load_index
 from .classroom import classroom_workflow
@@ -202,7 +203,7 @@ def _has_course_file(*parts: str) -> bool:
 
 def _without_outputs(notebook: Path) -> str:
     """A learner starts from clean notebooks: no reference outputs, counts or widget state."""
-    data = json.loads(notebook.read_text(encoding="utf-8"))
+    data = fit_first_box(json.loads(notebook.read_text(encoding="utf-8")), "practice")
     for cell in data["cells"]:
         if cell["cell_type"] == "code":
             cell["outputs"], cell["execution_count"] = [], None

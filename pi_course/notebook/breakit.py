@@ -200,9 +200,8 @@ class AdapterState:
             found = f"参考实现里是 {where}" if where else "参考实现里也找不到那一行"
             return (
                 f"这里读的是参考实现（书），不是你的代码：{found}。\n"
-                "  参考实现的文件不归你改，这一本只能用模拟演示改坏。要亲手改坏，在练习副本里做"
-                "（python -m pi_course practice 05 DIR 生成），打开副本里的 pi_course/adapter.py，"
-                "找你自己写的那一行。"
+                "  参考实现的文件不归你改，这一本只能用模拟演示改坏。要亲手改坏，打开你的练习副本里的"
+                "这一本，改副本里 pi_course/adapter.py 中你自己写的那一行。"
             )
         if restoring and self.state == "as-written" and self.seen_broken:
             return f"已恢复：{where}\n  新工具的槽位又记成 content 当时的长度。"

@@ -59,14 +59,22 @@ def expected_tool_slots(chunks: Sequence[Any]) -> dict[int, int]:
     return {key[1]: slot for key, slot in _slots(chunks).items() if isinstance(key, tuple)}
 
 
-async def as_it_is(chunks: Sequence[Any], label: str = "你的 adapter（现在）") -> Comparison:
+def whose() -> str:
+    """Whose adapter a column shows: the learner's in a practice copy, the reference's in the book."""
+    from .lesson import practice_copy
+
+    return "你的 adapter" if practice_copy() else "参考实现的 adapter"
+
+
+async def as_it_is(chunks: Sequence[Any], label: str | None = None) -> Comparison:
     """The learner's adapter on ``chunks`` as the files are now, against the test's expectation."""
     from .. import adapter as lesson_adapter
 
     model = lesson_adapter.OpenAICompatibleModel(
         provider="fixture", model="fixture", transport=lesson_adapter.fixed_transport(list(chunks))
     )
-    return Comparison(expected_rows(chunks), [Run(label, await _events(model, chunks))])
+    events = await _events(model, chunks)
+    return Comparison(expected_rows(chunks), [Run(label or f"{whose()}（现在）", events)])
 
 
 def chunk_delta(chunk: Any) -> str | None:
@@ -238,8 +246,8 @@ class BreakRun:
             return "这一次改坏的是磁盘上的文件：右边一列是你改过的 adapter.py 真正跑出来的。"
         if self.source == "simulated":
             return (
-                "这一次是模拟：文件没动，只在内存里让你的 adapter 量 content 长度时得到 Provider index；"
-                "左边一列是你的代码原样跑的，右边一列是模拟改坏以后跑的。"
+                f"这一次是模拟：文件没动，只在内存里让{whose()}量 content 长度时得到 Provider index；"
+                "左边一列是它原样跑的，右边一列是模拟改坏以后跑的。"
             )
         if self.source == "stale":
             return (
@@ -275,7 +283,7 @@ async def break_run(path: Path, chunks: Sequence[Any]) -> BreakRun:
         with confused_indexes() as experiment:
             broken_events = await _events(model(Watched(lesson_adapter.fixed_transport(chunks))), chunks)
         source = "simulated" if experiment.fired else "none"
-        correct = Run("你的 adapter（正确的记法）", as_is)
+        correct = Run(f"{whose()}（正确的记法）", as_is)
         slots = dict(experiment.slots)
     last = broken_events[-1]
     error_text = (getattr(last.error, "error_message", "") or "") if last.type == "error" else ""

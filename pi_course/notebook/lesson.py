@@ -146,7 +146,7 @@ def unwritten(prediction: object) -> bool:
     return False
 
 
-def _practice_copy() -> bool:
+def practice_copy() -> bool:
     return getattr(sys.modules.get("pi_course"), "EDITION", "reference") == "practice"
 
 
@@ -157,15 +157,90 @@ def predict(*predictions: object) -> None:
     :func:`reveal` does; a written one is printed, and the cell's output follows. The reference
     edition is the book with stored outputs: there the cell goes on and prints nothing extra.
     """
-    if not _practice_copy():
+    if not practice_copy():
         return
     if any(unwritten(prediction) for prediction in predictions):
         if _session.handler:
             raise PredictionNeeded(ASK_QUESTION)
         print(ASK_QUESTION)
         return
-    shown = predictions[0] if len(predictions) == 1 else predictions
+    _say_predictions(predictions, _this_cell())
+
+
+def _say_predictions(predictions: Sequence[object], cell: Mapping[str, Any]) -> None:
+    """The learner's predictions, then a verdict for each one the cell stores an answer to."""
+    _session.judged = _session.run
+    shown = predictions[0] if len(predictions) == 1 else tuple(predictions)
     print(f"你的预测：{shown!r}（答案在下面，和上面折叠的「看答案」对照）")
+    answers = cell.get("metadata", {}).get(METADATA_KEY, {}).get("answers") or []
+    for number, (prediction, answer) in enumerate(zip(predictions, answers, strict=False), 1):
+        if answer:
+            print(judge(prediction, answer, number if len(predictions) > 1 else None))
+
+
+def _predicted(source: str, namespace: Mapping[str, object]) -> list[object] | None:
+    """The values ``predict(...)`` in ``source`` would have been given, read from the kernel."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "predict":
+            names = [arg.id for arg in node.args if isinstance(arg, ast.Name)]
+            if len(names) == len(node.args) and all(name in namespace for name in names):
+                return [namespace[name] for name in names]
+            return None
+    return None
+
+
+def _this_cell() -> dict[str, Any]:
+    """The running cell as the reference notebook has it (its stored answers), or ``{}``."""
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    found = find_cell(_session.source, Path.cwd(), _notebook_name(shell), _session.cell_id)
+    return found or {}
+
+
+def _plain(value: object) -> object:
+    """A prediction as compared: a string without its quotes, spaces or case; a number as itself."""
+    if isinstance(value, str):
+        return value.strip().strip("'\"“”「」").strip().casefold()
+    return value
+
+
+def judge(prediction: object, answer: Mapping[str, Any], number: int | None = None) -> str:
+    """✓ or ✗ for one prediction, with the answer's one-line why.
+
+    ``answer`` holds ``value`` (what the reference prints) and ``why``; optionally ``accept``
+    (other ways to say it), ``synonyms`` (a word → the answer's word, for the items of a set)
+    and ``contains`` (a free sentence is right when it holds this).
+    """
+    value = answer["value"]
+    synonyms = {_plain(key): _plain(word) for key, word in answer.get("synonyms", {}).items()}
+
+    def said(item: object) -> object:
+        plain = _plain(str(item) if not isinstance(item, bool | int | float) else item)
+        return synonyms.get(plain, plain) if isinstance(plain, str) else plain
+
+    accepted = [said(item) for item in [value, *answer.get("accept", [])] if not isinstance(item, list)]
+    if isinstance(value, list):
+        items = prediction if isinstance(prediction, set | frozenset | list | tuple) else [prediction]
+        right = {said(item) for item in items} == {said(item) for item in value}
+    elif "contains" in answer:
+        right = str(_plain(str(answer["contains"]))) in str(_plain(str(prediction)))
+    elif isinstance(value, bool):  # 0 == False: a bool answer takes a bool, or one of its words
+        words = [item for item in accepted if isinstance(item, str)] + [str(value).casefold()]
+        right = prediction is value or (isinstance(prediction, str) and said(prediction) in words)
+    else:
+        right = not isinstance(prediction, bool) and (
+            said(prediction) in accepted or said(str(prediction)) in [str(item) for item in accepted]
+        )
+    which = f"第 {number} 个预测" if number else "预测"
+    why = answer.get("why", "")
+    if right:
+        return f"✓ {which}对了：{why}" if why else f"✓ {which}对了。"
+    return f"✗ {which}不对：你写的是 {prediction!r}，答案是 {value!r}。{why}"
 
 
 def reveal(prediction: object, actual: object) -> None:
@@ -193,8 +268,15 @@ def reveal(prediction: object, actual: object) -> None:
 # --- the reference outputs a practice copy shows ---------------------------------------------------
 
 
-def expected_outputs(outputs: Iterable[Mapping[str, Any]]) -> list[dict[str, str]]:
-    """The parts of a code cell's outputs a learner can read without the kernel (text and HTML)."""
+def expected_outputs(
+    outputs: Iterable[Mapping[str, Any]], markdown: Callable[[str], str] | None = None
+) -> list[dict[str, str]]:
+    """The parts of a code cell's outputs a learner can read without the kernel (text and HTML).
+
+    A Markdown output (05-7's tables) keeps its source as text and, given ``markdown`` (the
+    reference run's renderer), the HTML it renders to: the 预期输出 box then shows the table, not
+    ``<IPython.core.display.Markdown object>``.
+    """
     kept: list[dict[str, str]] = []
     for output in outputs:
         if output.get("output_type") == "stream" and output.get("name") == "stdout":
@@ -202,6 +284,10 @@ def expected_outputs(outputs: Iterable[Mapping[str, Any]]) -> list[dict[str, str
         elif output.get("output_type") in ("execute_result", "display_data"):
             data = output.get("data", {})
             item = {mime: _joined(data[mime]) for mime in ("text/plain", "text/html") if mime in data}
+            if "text/markdown" in data:
+                item["text/plain"] = _joined(data["text/markdown"])
+                if markdown is not None and "text/html" not in item:
+                    item["text/html"] = markdown(item["text/plain"])
             if item:
                 kept.append(item)
     return kept
@@ -211,15 +297,22 @@ def _joined(value: str | list[str]) -> str:
     return value if isinstance(value, str) else "".join(value)
 
 
-def store_expected(notebook: dict[str, Any]) -> None:
-    """Copy every code cell's readable outputs into its metadata (the reference run does this)."""
+def store_expected(notebook: dict[str, Any], markdown: Callable[[str], str] | None = None) -> None:
+    """Copy every code cell's readable outputs into its metadata (the reference run does this).
+
+    Other keys under ``pi_course`` (a question's ``answers``) are written by hand and kept.
+    """
     for cell in notebook["cells"]:
         if cell["cell_type"] != "code":
             continue
         metadata = cell.setdefault("metadata", {})
-        expected = expected_outputs(cell.get("outputs", []))
-        if expected:
-            metadata[METADATA_KEY] = {"expected": expected}
+        ours = dict(metadata.get(METADATA_KEY, {}))
+        ours.pop("expected", None)
+        expected = expected_outputs(cell.get("outputs", []), markdown)
+        if expected and ours.get("show_expected", True):
+            ours["expected"] = expected
+        if ours:
+            metadata[METADATA_KEY] = ours
         else:
             metadata.pop(METADATA_KEY, None)
 
@@ -228,22 +321,63 @@ def _source(cell: Mapping[str, Any]) -> str:
     return _joined(cell.get("source", "")).strip()
 
 
-def find_expected(source: str, folder: Path, preferred: str | None = None) -> list[dict[str, str]] | None:
-    """The stored reference outputs of the cell with this source, looked up in ``folder``'s notebooks."""
+_PLACEHOLDER = re.compile(r"\\\.\\\.\\\.")  # "..." once re.escape()d
+_COMMENT = re.compile(r"\s+#[^\"']*$")
+
+
+def same_cell(reference: str, edited: str) -> bool:
+    """``edited`` is the reference cell with its predictions written: each ``...`` may have become
+    anything on its line (a comment after it dropped or kept), every other line is as it was.
+    """
+    ours, theirs = reference.strip().splitlines(), edited.strip().splitlines()
+    if len(ours) != len(theirs):
+        return False
+    for line, written in zip(ours, theirs, strict=True):
+        if line.rstrip() == written.rstrip():
+            continue
+        if "..." not in line:
+            return False
+        code = _COMMENT.sub("", line.rstrip())
+        pattern = _PLACEHOLDER.sub(".+", re.escape(code)) + r"(\s*#.*)?"
+        if not re.fullmatch(pattern, written.rstrip()):
+            return False
+    return True
+
+
+def find_cell(
+    source: str, folder: Path, preferred: str | None = None, cell_id: str | None = None
+) -> dict[str, Any] | None:
+    """The reference cell a learner's cell is, in ``folder``'s notebooks: by the cell id JupyterLab
+    sends, else by its source (exact, or with its predictions written).
+    """
     paths = sorted(folder.glob("*.ipynb"))
     if preferred:
         paths.sort(key=lambda path: path.name != Path(preferred).name)
-    wanted = source.strip()
+    code: list[dict[str, Any]] = []
     for path in paths:
         try:
             cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
         except (OSError, ValueError, KeyError):
             continue
-        for cell in cells:
-            if cell.get("cell_type") == "code" and _source(cell) == wanted:
-                stored = cell.get("metadata", {}).get(METADATA_KEY, {}).get("expected")
-                return list(stored) if stored else None
+        code += [cell for cell in cells if isinstance(cell, dict) and cell.get("cell_type") == "code"]
+    wanted = source.strip()
+    for found in (
+        (cell for cell in code if cell_id and cell.get("id") == cell_id),
+        (cell for cell in code if _source(cell) == wanted),
+        (cell for cell in code if same_cell(_source(cell), wanted)),
+    ):
+        for cell in found:
+            return cell
     return None
+
+
+def find_expected(
+    source: str, folder: Path, preferred: str | None = None, cell_id: str | None = None
+) -> list[dict[str, str]] | None:
+    """The stored reference outputs of this cell (see :func:`find_cell`)."""
+    cell = find_cell(source, folder, preferred, cell_id)
+    stored = cell.get("metadata", {}).get(METADATA_KEY, {}).get("expected") if cell else None
+    return list(stored) if stored else None
 
 
 def _step_line(step: str, cascade: bool) -> str:
@@ -269,7 +403,11 @@ def expected_bundle(expected: Sequence[Mapping[str, str]] | None) -> dict[str, s
     if not expected:
         note = "（这一格改动过，找不到参考实现的输出。）"
         return {"text/plain": f"预期输出：{note}", "text/html": f"<p><b>预期输出</b>{html.escape(note)}</p>"}
-    plain = "\n".join(item.get("text/plain", "").rstrip("\n") for item in expected)
+    plain = "\n".join(
+        item.get("text/plain", "").rstrip("\n")
+        for item in expected
+        if not item.get("text/plain", "").startswith("<IPython.core.display.")  # its HTML is the output
+    )
     parts = []
     for item in expected:
         if "text/html" in item:
@@ -280,7 +418,8 @@ def expected_bundle(expected: Sequence[Mapping[str, str]] | None) -> dict[str, s
         '<div style="border-left:4px solid var(--jp-warn-color1, #f0a000);padding:4px 10px;'
         'background:var(--jp-layout-color2, transparent);color:var(--jp-ui-font-color1, inherit)">'
         '<div style="font-weight:bold;margin-bottom:4px">预期输出（参考实现的真实输出）</div>'
-        f"{''.join(parts)}</div>"
+        # a long table (05-7's 42 recordings) scrolls inside the box: the cells after it stay in reach
+        f'<div style="max-height:32em;overflow:auto">{"".join(parts)}</div></div>'
     )
     return {"text/plain": "预期输出：\n" + plain, "text/html": box}
 
@@ -291,10 +430,12 @@ def expected_bundle(expected: Sequence[Mapping[str, str]] | None) -> dict[str, s
 @dataclass
 class _Session:
     source: str = ""
+    cell_id: str | None = None  # the running cell's notebook id, when the frontend says it
     missing: list[str] = field(default_factory=list)  # steps this kernel has met, in order
     handled: bool = False
     run: int = 0  # cells run since begin() (0: not in IPython)
     asked: int = -1  # the run in which reveal() last asked for a prediction
+    judged: int = -1  # the run in which the predictions were last said and judged
     handler: bool = False  # begin() installed the handler: reveal() may stop a cell
     stale: freshness.Stale | None = None  # this cell must not run: the line says why
     restart: freshness.Stale | None = None  # found once, said before every cell until a restart
@@ -304,12 +445,15 @@ _session = _Session()
 
 
 def begin() -> None:
-    """Install the practice-stage handler in the running IPython kernel (idempotent)."""
+    """Open a notebook: autoreload on, the practice-stage handler installed, the edition said (idempotent)."""
     from IPython import get_ipython
 
     shell = get_ipython()
     if shell is None:
         return
+    if freshness.autoreloader(shell) is None:  # an edit to pi_course/*.py is seen by the next cell
+        shell.run_line_magic("load_ext", "IPython.extensions.autoreload")
+    shell.run_line_magic("autoreload", "2")
     _session.missing.clear()
     for name, hook in (("pre_run_cell", _before), ("post_run_cell", _after)):
         for registered in list(shell.events.callbacks[name]):
@@ -329,6 +473,9 @@ def begin() -> None:
     shell.ast_transformers[:] = [t for t in shell.ast_transformers if not isinstance(t, _StopStaleCell)]
     shell.ast_transformers.append(_StopStaleCell())
     storage_last()  # in a browser tab: an import of an installed package asks the page nothing
+    package = sys.modules.get("pi_course")  # the copy's own, as use_beside_notebooks() chose it
+    if package is not None:
+        print(package.describe_edition())
 
 
 class CellStopped(SaidInOneLine):
@@ -372,6 +519,7 @@ def _lesson_root() -> Path | None:
 
 def _before(info: Any) -> None:
     _session.source = getattr(info, "raw_cell", "") or ""
+    _session.cell_id = getattr(info, "cell_id", None)  # JupyterLab sends it; nbclient and a tab do not
     _session.handled = False
     _session.run += 1
     _session.stale = None
@@ -443,6 +591,9 @@ EXERCISE_LATER = (
     "这是一道练习：写下预测、完成上面那一步之后再运行这一格，它会把你的预测和实际结果并排给出"
     "（参考答案在下面折叠的「对照答案」里）。"
 )
+OWN_CODE_ONLY = (
+    "这一格跑的是你自己的代码，没有可以代替它的预期输出：先完成上面说的那一步，再从这本笔记本的开头运行。"
+)
 PREDICT_FIRST = (
     "预期输出（参考实现的真实输出）就是上面那个问题的答案：先写下你的预测（把 my_… = ... 里的 ... 换掉），"
     "再运行，预期输出才会显示。"
@@ -491,6 +642,13 @@ def prediction_cell(source: str, namespace: Mapping[str, object] | None = None) 
     return "unwritten" if any(open_(arg) for arg in asked) else "written"
 
 
+def _notebook_name(shell: Any) -> str | None:
+    """The running notebook's path, where the frontend tells the kernel (JupyterLab does)."""
+    notebook = shell.user_ns.get("__session__") if shell is not None else None
+    notebook = notebook or os.environ.get("JPY_SESSION_NAME")
+    return notebook if isinstance(notebook, str) else None
+
+
 def _show(line: str, source: str, shell: Any = None) -> None:
     """The one line, then the reference's output of this cell; the cell counts as finished."""
     from IPython import display as ipython_display
@@ -508,8 +666,14 @@ def _show(line: str, source: str, shell: Any = None) -> None:
         print(PREDICT_FIRST)
         _session.handled = True
         return
-    notebook = shell.user_ns.get("__session__") if shell is not None else None
-    notebook = notebook or os.environ.get("JPY_SESSION_NAME")
-    expected = find_expected(source, Path.cwd(), notebook if isinstance(notebook, str) else None)
-    display(expected_bundle(expected), raw=True)
+    cell = find_cell(source, Path.cwd(), _notebook_name(shell), _session.cell_id) or {}
+    ours = cell.get("metadata", {}).get(METADATA_KEY, {})
+    predicted = _predicted(source, shell.user_ns) if shell is not None and kind == "written" else None
+    if predicted is not None and _session.judged != _session.run:  # it stopped before predict()
+        _say_predictions(predicted, cell)
+    if ours.get("show_expected", True) is False:  # the book's output would speak of the book, not the copy
+        print(OWN_CODE_ONLY)
+        _session.handled = True
+        return
+    display(expected_bundle(ours.get("expected")), raw=True)
     _session.handled = True

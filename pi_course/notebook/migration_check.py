@@ -14,7 +14,7 @@ from ..adapter import OpenAICompatibleModel
 from ..migration import MAINLINE_TOKEN_STREAM, ByteSource
 from ..protocol import AgentContext, TextContent, ToolCall, Usage, user_message
 from ..seam import ProviderRequest
-from .display import describe_event
+from .lesson import require, show_events
 
 #: The chapter's assistant message for the mainline, as the token/action/end stream carries it.
 EXPECTED_CONTENT = (
@@ -35,10 +35,10 @@ async def check_transport(make_transport: Callable[[ByteSource], Any], read_size
         for start in range(0, len(MAINLINE_TOKEN_STREAM), read_size):
             yield MAINLINE_TOKEN_STREAM[start : start + read_size]
 
+    require("5.3")  # the template reads SSE with the copy's own decoder, and the adapter is 5.2's
     model = OpenAICompatibleModel(provider="token-events", model="m", transport=make_transport(source))
     stream = model.stream(AgentContext((user_message("读取 README.md"),)))
-    async for event in stream:
-        print(describe_event(event))
+    show_events([event async for event in stream])
     result = await stream.result()
     ok = (
         result.stop_reason == "toolUse"
@@ -93,6 +93,7 @@ async def check_each_event(make_transport: Callable[[ByteSource], Any]) -> bool:
     """
     from ..migration import TokenEventTransport
 
+    require("5.3")  # the reference beside it reads SSE with the copy's own decoder
     good = 0
     for label, body in zip(EVENT_LABELS, _events(), strict=True):
         wanted, _ = await _chunks_of(TokenEventTransport, body)
@@ -101,10 +102,8 @@ async def check_each_event(make_transport: Callable[[ByteSource], Any]) -> bool:
             good += 1
             print(f"✓ {label}：{got[0]!r}")
             continue
-        print(
-            f"✗ {label}："
-            + (f"抛出 {raised}" if raised else f"得到 {got!r}，应当是 1 个 {type(wanted[0]).__name__}")
-        )
+        print(f"✗ {label}：" + (f"抛出 {raised}" if raised else f"得到 {got!r}"))
+        print(f"    应当得到：{wanted!r}")
         print(f"    提示：{HINTS[label.split('（')[0]]}")
     print(f"{good}/{len(EVENT_LABELS)} 类事件翻译对了")
     return good == len(EVENT_LABELS)

@@ -133,6 +133,8 @@ def test_a_copy_asks_first_then_shows_and_the_stepper_grows(lab: tuple[str, str]
     stepper = output.locator(".pi-stepper")
     expect(stepper).to_have_count(1)
     expect(output).to_contain_text("你的预测：(3, 4)")
+    expect(output).to_contain_text("✓ 第 1 个预测对了")  # judged, each with its one-line why
+    expect(output).to_contain_text("✗ 第 2 个预测不对：你写的是 4，答案是 0。")
     handle = stepper.locator(".noUi-handle").first
     handle.focus()
     handle.press("Home")
@@ -208,6 +210,35 @@ def test_a_fresh_copy_shows_no_expected_output_before_the_prediction(
     page.close()
 
 
+def test_a_fresh_copy_opens_the_answer_once_the_prediction_is_written(
+    lab: tuple[str, str], browser: Any
+) -> None:
+    """The cell's source changed (the prediction): JupyterLab's cell id still finds its 预期输出."""
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=30_000)
+    page = _open(browser, lab, "fresh/notebooks/05-1-outbound.ipynb")
+    result = _run_all(page)
+    assert not result["errors"], result["errors"]
+    question = _cell(page, "my_count = ...")
+    output = _output(page, question)
+    expect(output).to_contain_text("写下预测之后才显示")
+    _write_and_run(page, question, "my_count = ...", "my_count = 3  # 我的预测")
+    _write_and_run(page, question, "my_first_role = ...", 'my_first_role = "system"')
+    expect(output).to_contain_text("需要先完成实践 5.1")
+    expect(output).to_contain_text("✗ 第 1 个预测不对：你写的是 3，答案是 4。")
+    expect(output).to_contain_text("✓ 第 2 个预测对了")
+    expect(output).to_contain_text("预期输出（参考实现的真实输出）")
+    expect(output).to_contain_text('"role": "tool"')  # the reference's real output, found after the edit
+    expect(output).not_to_contain_text("找不到")
+    output.scroll_into_view_if_needed()
+    page.screenshot(path=str(SHOTS / "predict-fresh-05-1-written-light.png"))
+    set_theme(page, "JupyterLab Dark")
+    page.screenshot(path=str(SHOTS / "predict-fresh-05-1-written-dark.png"))
+    set_theme(page, "JupyterLab Light")
+    page.close()
+
+
 def test_the_book_folds_the_migration_answer_and_points_the_break_at_a_copy(
     lab: tuple[str, str], browser: Any
 ) -> None:
@@ -238,7 +269,7 @@ def test_the_book_folds_the_migration_answer_and_points_the_break_at_a_copy(
     result = _run_all(page)
     assert not result["errors"], result["errors"]
     found = _output(page, _cell(page, "allow_broken=True"))
-    expect(found).to_contain_text("在练习副本里做")
+    expect(found).to_contain_text("练习副本里的这一本")
     cell = _output(page, _cell(page, "my_first_slot = ..."))
     expect(cell.locator("table.pi-compare")).to_have_count(1)  # the book shows its outputs
     expect(cell).to_contain_text("这一次是模拟")

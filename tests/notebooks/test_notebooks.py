@@ -89,8 +89,10 @@ def test_practice_notebooks_end_with_their_checkpoint(path: Path) -> None:
     notebook = json.loads(path.read_text(encoding="utf-8"))
     code = [cell for cell in notebook["cells"] if cell["cell_type"] == "code"]
     first = "".join(code[0]["source"])
-    assert "describe_edition()" in first  # says which pi_course it uses
-    assert "%autoreload 2" in first and "begin()" in first  # edits seen; practice stages handled
+    assert "use_beside_notebooks()" in first and "begin()" in first  # the copy's package; stages handled
+    assert first.count("\n") <= 8, "the setup cell every notebook opens with stays short"
+    printed = "".join("".join(output.get("text", "")) for output in code[0]["outputs"])
+    assert printed.startswith("使用的 pi_course：")  # begin() says which pi_course it uses
     step = {"05-1": "5.1", "05-2": "5.2", "05-3": "5.3", "05-4": "5.4"}.get(path.name[:4])
     if step is None:
         return
@@ -188,9 +190,12 @@ def test_expected_outputs_for_practice_copies_match_the_stored_outputs(path: Pat
     for cell in cells(path):
         if cell["cell_type"] != "code":
             continue
-        stored = cell.get("metadata", {}).get(METADATA_KEY, {}).get("expected")
-        assert stored == (expected_outputs(cell["outputs"]) or None), (
-            f"{path.name}: re-run tools/run_notebooks.py"
+        ours = cell.get("metadata", {}).get(METADATA_KEY, {})
+        markdown = lambda text: str(MARKDOWN(text))  # noqa: E731  tools/run_notebooks.py's renderer
+        shown = expected_outputs(cell["outputs"], markdown) if ours.get("show_expected", True) else []
+        assert ours.get("expected") == (shown or None), f"{path.name}: re-run tools/run_notebooks.py"
+        assert not [item for item in shown if item.get("text/plain", "").startswith("<IPython.")], (
+            f"{path.name}: a rich output kept as its object repr, not as what it renders"
         )
 
 
@@ -238,13 +243,22 @@ def test_the_chapter_ends_with_a_questionnaire_whose_answers_are_folded() -> Non
         assert rest.strip().endswith("</details>") and rest.strip() != "</details>", question[:60]
         assert "对照答案" not in asked
     headings = "\n".join(source(cell) for cell in cells(QUESTIONNAIRE) if source(cell).startswith("## 05-"))
-    for path in NOTEBOOKS[1:]:  # 05-1 … 05-6: every practice step, the break-it and the migration
+    for path in ALL[1:-1]:  # 05-1 … 05-7: every practice step, the break-it, the migration, the recordings
         assert f"]({path.name})" in headings, f"no questions on {path.name}"
+    asked = [question.partition("<details>")[0].strip() for question in questions]
+    thinking = sum(bool(re.search(r"为什么|如果|会怎样|哪一种|哪种|说明了什么", text)) for text in asked)
+    assert thinking >= 2 * len(asked) / 3, f"{thinking} of {len(asked)} ask why or what if: the rest is recall"
+    bodies = [re.sub(r"^\*\*\d+\. ", "", text) for text in asked]
+    assert len(set(bodies)) == len(bodies), "a question asked twice"
+    questions_before = "\n".join(source(cell) for path in ALL[:-1] for cell in cells(path))
+    for body in bodies:  # not an earlier question word for word
+        for sentence in re.split(r"(?<=[？?])", body.rstrip("*")):
+            assert len(sentence) < 12 or sentence not in questions_before, sentence
     overview = "\n".join(source(cell) for cell in cells(NOTEBOOKS[0]))
     assert "](05-8-questionnaire.ipynb)" in overview
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.stem)
+@pytest.mark.parametrize("path", ALL[:-1], ids=lambda path: path.stem)
 def test_each_summary_asks_open_what_if_questions(path: Path) -> None:
     summary = [source(cell) for cell in cells(path) if "## 小结" in source(cell)]
     assert summary, f"{path.name}: no 小结"
@@ -252,12 +266,22 @@ def test_each_summary_asks_open_what_if_questions(path: Path) -> None:
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.stem)
-def test_the_book_says_the_practice_copy_is_where_to_predict(path: Path) -> None:
+def test_the_first_box_fits_the_edition_it_is_read_in(path: Path) -> None:
+    """The book says how to make a practice copy; the copy and the browser's book do not send there."""
+    from pi_course.chapter.notebooks import fit_first_box
+
     first = source(cells(path)[0])
     assert "两个版本" in first and "practice 05" in first, path.name
+    for edition, says in (("practice", "这是你的练习副本"), ("browser-book", "practice/notebooks/")):
+        notebook = fit_first_box(json.loads(path.read_text(encoding="utf-8")), edition)  # type: ignore[arg-type]
+        fitted = source(notebook["cells"][0])
+        assert says in fitted and "python -m pi_course practice" not in fitted, (path.name, edition)
+        assert fitted.replace(fitted.split("\n> ")[1].split("\n")[0], "") == first.replace(
+            first.split("\n> ")[1].split("\n")[0], ""
+        ), "only the edition paragraph changes"
 
 
-@pytest.mark.parametrize("path", PRACTICE, ids=lambda path: path.stem)
+@pytest.mark.parametrize("path", [*NOTEBOOKS[:5], NOTEBOOKS[5]], ids=lambda path: path.stem)
 def test_every_question_is_gated_by_a_prediction_in_the_cell_that_answers_it(path: Path) -> None:
     """A 先想一想 question whose answer a code cell prints: that cell asks for a prediction first."""
     from pi_course.notebook.lesson import prediction_cell
@@ -267,7 +291,6 @@ def test_every_question_is_gated_by_a_prediction_in_the_cell_that_answers_it(pat
         if cell["cell_type"] != "markdown" or "**先想一想**" not in source(cell):
             continue
         following = [c for c in notebook[index + 1 : index + 4] if c["cell_type"] == "code"]
-        if not following or "schema 去检查" in source(cell):  # answered in the folded prose alone
-            continue
+        assert following, f"{path.name}: no prediction cell after {source(cell)[:80]!r}"
         kinds = [prediction_cell(source(c)) for c in following]
         assert "unwritten" in kinds, f"{path.name}: no prediction asked after {source(cell)[:80]!r}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import json
 import re
 import textwrap
 from pathlib import Path
@@ -153,3 +154,122 @@ async def test_a_file_broken_on_disk_that_the_kernel_has_not_loaded_is_said_so(t
     broken.write_text(source.replace("slot = len(content)", "slot = chunk.index"), encoding="utf-8")
     run = await break_run(broken, DIAGNOSTIC_4_2_CHUNKS)  # the imported adapter is still correct
     assert run.source == "stale" and "还没载入" in run.said() and "模拟" not in run.said()
+
+
+# --- a prediction written: its answer still opens, and is judged -----------------------------------
+
+
+NOTEBOOK_FOLDER = ROOT / "notebooks"
+
+
+def _code_cells() -> list[tuple[str, dict]]:
+    found = []
+    for path in sorted(NOTEBOOK_FOLDER.glob("05-*.ipynb")):
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            if cell["cell_type"] == "code":
+                found.append((path.name, cell))
+    return found
+
+
+PREDICTION_CELLS = [
+    (name, cell)
+    for name, cell in _code_cells()
+    if re.search(r"^\s*\S.* = \.\.\.|: \.\.\.,$", "".join(cell["source"]), re.M)
+]
+
+
+def _written(source: str, value: str, keep_comments: bool) -> str:
+    lines = []
+    for line in source.splitlines():
+        if "..." in line:
+            line = line.replace("...", value)
+            line = line if keep_comments else re.sub(r"\s+#[^\"']*$", "", line)
+        lines.append(line)
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize(
+    ("name", "cell"), PREDICTION_CELLS, ids=lambda v: v if isinstance(v, str) else v["id"]
+)
+def test_a_written_prediction_still_finds_the_cells_expected_output(name: str, cell: dict) -> None:
+    """Found by source (nbclient, a browser tab) with any value written, comment kept or not; by id in JupyterLab."""
+    stored = cell["metadata"].get("pi_course", {}).get("expected")
+    source = "".join(cell["source"])
+    for value, keep in (("4", True), ('{"请求头"}', False), ('"我也不知道 # 真的"', True)):
+        edited = _written(source, value, keep)
+        assert edited != source
+        found = lesson.find_cell(edited, NOTEBOOK_FOLDER, name)
+        assert found is not None and found["id"] == cell["id"], (cell["id"], edited)
+        assert lesson.find_expected(edited, NOTEBOOK_FOLDER, name) == stored
+    rewritten = "my_guess = 3\n" + source  # a line more: by source it is another cell; the id still finds it
+    assert lesson.find_cell(rewritten, NOTEBOOK_FOLDER, name, cell["id"])["id"] == cell["id"]  # type: ignore[index]
+
+
+def test_an_edited_line_is_not_the_reference_cell() -> None:
+    reference = "my_count = ...  # 几条？\npredict(my_count)\nprint(len(x))"
+    assert lesson.same_cell(reference, "my_count = 4\npredict(my_count)\nprint(len(x))")
+    assert not lesson.same_cell(reference, "my_count = 4\npredict(my_count)\nprint(len(y))")
+    assert not lesson.same_cell(reference, "my_count = 4\nprint(len(x))")
+
+
+ANSWERED = [
+    (name, cell) for name, cell in _code_cells() if cell["metadata"].get("pi_course", {}).get("answers")
+]
+
+
+@pytest.mark.parametrize(("name", "cell"), ANSWERED, ids=lambda v: v if isinstance(v, str) else v["id"])
+def test_each_stored_answer_judges_itself_right_and_a_wrong_guess_wrong(name: str, cell: dict) -> None:
+    answers = cell["metadata"]["pi_course"]["answers"]
+    predicted = re.search(r"predict\(([^)]*)\)", "".join(cell["source"]))
+    assert predicted is not None and len(predicted.group(1).split(",")) == len(answers), cell["id"]
+    for answer in answers:
+        if answer is None:
+            continue
+        assert answer["why"], f"{cell['id']}: a verdict says why"
+        value = set(answer["value"]) if isinstance(answer["value"], list) else answer["value"]
+        assert lesson.judge(value, answer).startswith("✓"), (cell["id"], answer)
+        wrong = "我不知道" if not isinstance(value, bool) else (not value)
+        verdict = lesson.judge(wrong, answer, 2)
+        assert verdict.startswith("✗ 第 2 个预测不对") and answer["why"] in verdict, verdict
+
+
+def test_a_practice_copy_judges_a_written_prediction(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import pi_course
+
+    ((_name, cell),) = [(n, c) for n, c in ANSWERED if c["id"] == "05-1-07"]
+    monkeypatch.setattr(pi_course, "EDITION", "practice")
+    monkeypatch.chdir(NOTEBOOK_FOLDER)
+    monkeypatch.setattr(lesson._session, "cell_id", None)
+    monkeypatch.setattr(lesson._session, "source", _written("".join(cell["source"]), "4", False))
+    lesson.predict(4, "system")
+    said = capsys.readouterr().out.splitlines()
+    assert said[0].startswith("你的预测：(4, 'system')")
+    assert said[1].startswith("✓ 第 1 个预测对了") and said[2].startswith("✓ 第 2 个预测对了")
+    lesson.predict(3, '"System"')
+    said = capsys.readouterr().out.splitlines()
+    assert said[1].startswith("✗ 第 1 个预测不对：你写的是 3，答案是 4。") and said[2].startswith("✓")
+
+
+def test_a_markdown_output_is_kept_as_the_table_it_renders() -> None:
+    outputs = [
+        {
+            "output_type": "display_data",
+            "data": {
+                "text/plain": "<IPython.core.display.Markdown object>",
+                "text/markdown": "| a | b |\n|---|---|\n| 1 | 2 |",
+            },
+        }
+    ]
+    import mistune
+
+    render = mistune.create_markdown(escape=False, plugins=["table"])
+    assert lesson.expected_outputs(outputs) == [{"text/plain": "| a | b |\n|---|---|\n| 1 | 2 |"}]  # no renderer
+    [kept] = lesson.expected_outputs(outputs, lambda text: str(render(text)))
+    assert (
+        kept["text/plain"].startswith("| a | b |")
+        and "<table>" in kept["text/html"]
+        and "<td>2</td>" in kept["text/html"]
+    )
+    assert "<table>" in lesson.expected_bundle([kept])["text/html"]

@@ -232,7 +232,9 @@ def test_adapter_state_finds_the_tool_slot_line_as_written_broken_and_restored(t
     reference = (ROOT / "pi_course" / "adapter.py").read_text(encoding="utf-8")
     as_written = breakit.adapter_state(ROOT / "pi_course" / "adapter.py")
     assert as_written.state == "as-written" and "len(content)" in as_written.text
-    assert "在练习副本里做" in as_written.describe()  # the reference (the book) is not the learner's to break
+    assert (
+        "练习副本里的这一本" in as_written.describe()
+    )  # the reference (the book) is not the learner's to break
     assert as_written.describe(restoring=True).startswith("参考实现的文件没有动过")
     edited = tmp_path / "adapter.py"
     lines = reference.splitlines(keepends=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -153,8 +154,10 @@ class Kernel:
 
 
 def code_cells(copy: Path, notebook: str) -> list[str]:
+    """The notebook's code cells, less those that only take a prediction (they need no step)."""
     cells = json.loads((copy / "notebooks" / f"{notebook}.ipynb").read_text(encoding="utf-8"))["cells"]
-    return ["".join(cell["source"]) for cell in cells if cell["cell_type"] == "code"]
+    sources = ["".join(cell["source"]) for cell in cells if cell["cell_type"] == "code"]
+    return [source for source in sources if not re.fullmatch(r"(?s).*\n\npredict\(\w+\)\n?", source)]
 
 
 def later(path: Path, text: str) -> None:
