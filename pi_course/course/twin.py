@@ -18,7 +18,7 @@ from .starters import reference_sources
 
 TWIN = "pi_course._reference_twin"
 SHARED = ("protocol", "seam", "stream_rules", "payload_reading")  # given code: one copy for both
-LESSON = ("outbound", "sse", "adapter", "transport")  # in import order: adapter needs outbound
+TWINNED = ("outbound", "sse", "adapter", "transport")  # the lesson modules a twin holds, in import order
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,7 @@ class Twin:
 def reference_twin() -> Twin:
     """The reference lesson modules over this tree's given modules (loaded once per process)."""
     loaded = sys.modules.get(TWIN)
-    if loaded is not None and all(f"{TWIN}.{name}" in sys.modules for name in LESSON):
+    if loaded is not None and all(f"{TWIN}.{name}" in sys.modules for name in TWINNED):
         return _twin_of(loaded)
     package = ModuleType(TWIN, "The chapter's reference lesson modules (pi_course.course.twin).")
     package.__path__ = []
@@ -45,7 +45,7 @@ def reference_twin() -> Twin:
         sys.modules[f"{TWIN}.{name}"] = shared
         setattr(package, name, shared)
     sources = reference_sources()
-    for name in LESSON:
+    for name in TWINNED:
         module = ModuleType(f"{TWIN}.{name}")
         module.__package__ = TWIN
         module.__file__ = f"<reference pi_course/{name}.py>"

@@ -19,7 +19,8 @@ import pytest
 
 from pi_course.course import cli as cli_module
 from pi_course.course import practice as practice_module
-from pi_course.course.cli import main, unknown_model_line
+from pi_course.course.chat import unknown_model_line
+from pi_course.course.cli import main
 from pi_course.course.diffs import target_diff
 from pi_course.course.locate import check_target
 from pi_course.course.practice import create_practice
