@@ -291,7 +291,7 @@ def test_a_prompt_of_several_words_is_one_prompt(monkeypatch: pytest.MonkeyPatch
         prompts.append((prompt, model))
         return 0
 
-    monkeypatch.setattr(cli_module, "_chat", fake_chat)
+    monkeypatch.setattr(cli_module, "chat", fake_chat)
     assert main(["chat", "读取", "README.md"]) == 0
     assert main(["chat", "--model", "slow", "数到", "五"]) == 0
     assert prompts == [("读取 README.md", None), ("数到 五", "slow")]
