@@ -22,6 +22,7 @@ from ..provider import DEFAULT_PORT
 from .chat import before_51, chat, missing_server
 from .exits import EXIT_DONE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE
 from .import_failure import lesson_imported
+from .oserrors import reason as said_reason
 from .parser import ChineseParser
 from .sandbox import CHOICES as SANDBOX_CHOICES
 
@@ -151,7 +152,7 @@ def _serve(host: str, port: int, api_key: str | None = None) -> int:
         with socket.create_server((host, port)):
             pass  # only to turn a busy port or a bad host into one line before uvicorn starts
     except OSError as error:
-        reason = error.strerror or str(error)
+        reason = said_reason(error)
         _say(f"无法在 {host}:{port} 上启动本地 provider：{reason}。换一个端口（--port）或地址（--host）。")
         return 1
     checked = "别的 Bearer key 一律回答 401" if api_key else "不检查 API key"
