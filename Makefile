@@ -92,6 +92,7 @@ notebooks: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/grade.py
+	$(BIN)/python bench/check.py
 
 # The mutation score of `check` over the LAB regions: every single-point mutant of the reference's
 # lesson code, each through `check 05` in a finished copy (about half an hour on 2 cores). Exits 1 when

@@ -15,7 +15,7 @@ from ..chapter.rules import CHAPTER_SOURCE
 from ..chapter.steps import BEYOND_TEST, FOCUSED_TEST, STEPS, Step
 from .import_failure import CHECK_VERBOSE
 from .report import Detail, Report, step_of
-from .rulestate import RuleResult, broken_rules, is_comparison, rule_behind, rule_name
+from .rulestate import RuleResult, Rules, broken_rules, is_comparison, rule_behind, rule_name
 from .stubs import Unfinished
 
 WIDTH = 110  # longest value shown in full on one line
@@ -369,7 +369,7 @@ def failure_lines(report: Report, name: str, *, beyond: bool = False, same_hint:
     return [head, *(f"      {line}" for line in decisive)]
 
 
-def next_step_lines(report: Report, steps: tuple[Step, ...]) -> list[str]:
+def next_step_lines(report: Report, steps: tuple[Step, ...], rules: Rules) -> list[str]:
     """The failures to look at first: those of the first unfinished step (then the beyond checks).
 
     Consecutive failures with the same next step (one cause, several tests) name it once.
@@ -383,7 +383,7 @@ def next_step_lines(report: Report, steps: tuple[Step, ...]) -> list[str]:
     for step in steps:
         if step in unfinished:
             break
-        broken = broken_rules(report, step.number)
+        broken = broken_rules(rules, step.number)
         if broken:  # a done step whose rules are not all kept comes first, as in the verdict
             return _rule_lines(report, broken)
     if unfinished:
@@ -478,7 +478,7 @@ def _short_reason(detail: Detail) -> str | None:
     return None
 
 
-def first_thing_to_fix(report: Report, steps: tuple[Step, ...] = STEPS) -> str | None:
+def first_thing_to_fix(report: Report, steps: tuple[Step, ...], rules: Rules) -> str | None:
     """What the verdict names after ``未完成——``; ``None`` when everything that ran passed.
 
     In order: a red light (pi_course does not import, or 5.1's types are missing), the first
@@ -489,7 +489,7 @@ def first_thing_to_fix(report: Report, steps: tuple[Step, ...] = STEPS) -> str |
     for step in steps:
         if report.step_done(step):
             # a rule that says what is wrong first; a comparison only says that it differs
-            broken = sorted(broken_rules(report, step.number), key=lambda result: is_comparison(result.rule))
+            broken = sorted(broken_rules(rules, step.number), key=lambda result: is_comparison(result.rule))
             if broken:
                 return f"{rule_name(broken[0])}：{broken[0].failed[0]}"
             continue
@@ -497,7 +497,7 @@ def first_thing_to_fix(report: Report, steps: tuple[Step, ...] = STEPS) -> str |
         for name, _ in report.failures:
             if step_of(name, (step,)) is not None:
                 reason = _short_reason(report.details.get(name, Detail()))
-                rule = rule_behind(report, step.number, name) if reason != "尚未实现" else None
+                rule = rule_behind(rules, report, step.number, name) if reason != "尚未实现" else None
                 said = (
                     f"（规则「{rule.rule.name}」）" if rule is not None else ""
                 )  # a stub breaks no rule yet

@@ -330,7 +330,7 @@ def _check_command(commands: _Commands) -> None:
         description="运行练习副本的聚焦测试和本章之外的检查；最后一行是结论。",
     )
     check.add_argument("chapter", choices=["05"], metavar="05", help="章节（只有 05）")
-    check.add_argument("--step", choices=STEP_NUMBERS, help="只跑这一步的聚焦测试")
+    check.add_argument("--step", choices=STEP_NUMBERS, help="只检查这一步（连同它之前的各步）")
     which = check.add_mutually_exclusive_group()
     which.add_argument(
         "--path",
@@ -364,18 +364,20 @@ def _check_options(args: argparse.Namespace, check: argparse.ArgumentParser) -> 
 
 def _run_check(args: argparse.Namespace) -> int:
     from .check import check_command
+    from .request import CheckRequest
 
-    return check_command(
-        args.step,
-        args.path,
+    request = CheckRequest(
+        step=args.step,
+        path=args.path,
         reference=args.reference,
-        as_json=args.json,
         course_only=args.course_only,
         verbose=args.verbose,
+        as_json=args.json,
         rules=args.rules,
         sandbox=args.sandbox,
         assembled=args.assembled,
     )
+    return check_command(request)
 
 
 # --- checkpoint --------------------------------------------------------------------------------------

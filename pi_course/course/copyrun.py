@@ -14,21 +14,25 @@ import stat
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .assemble import Assembled, Instructor, assemble
 from .process import Running, run_bounded
+from .request import CheckRequest
 from .sandbox import NOT_SANDBOXED, Sandbox
 
 DEFAULT_TIMEOUT = 120.0  # seconds per copy; a finished copy needs a few
 
 
-def assembled_check(tree: Path, flags: Sequence[str] = ("--json",)) -> list[str]:
-    """The command that checks one assembled tree: the installed ``check 05`` (``--json`` for grade)."""
-    command = [sys.executable, "-m", "pi_course", "check", "05", *flags]
-    return [*command, "--path", str(tree), "--assembled"]
+GRADED = CheckRequest(as_json=True)  # what grade asks of every copy: the chapter's record
+
+
+def assembled_check(tree: Path, request: CheckRequest = GRADED) -> list[str]:
+    """The command that checks one assembled tree: the installed ``check 05`` asked ``request`` there."""
+    inside = replace(request, path=str(tree), reference=False, sandbox="auto", assembled=True)
+    return [sys.executable, "-m", "pi_course", "check", "05", *inside.flags(), "--path", str(tree)]
 
 
 def writable(folder: Path) -> None:

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..chapter.steps import BEYOND_TEST, COMPARE_TEST, FOCUSED_TEST, RULES_TEST, STEPS, Step
 from .import_failure import CHECK_VERBOSE
-from .plugin_path.pi_course_check.contract import Fact, read_progress_line
+from .plugin_path.pi_course_check.contract import Fact, read_progress_line, step_of_test
 from .report import BeyondCheck, Detail, Report, step_of
 
 
@@ -49,8 +50,50 @@ def _file_of(classname_or_nodeid: str) -> str:
     return FOCUSED_TEST
 
 
+@dataclass(frozen=True)
+class Case:
+    """One test case as the run left it: what a :class:`Report` is built from, and a step's cache keeps."""
+
+    file: str  # which chapter test file (FOCUSED_TEST, BEYOND_TEST, RULES_TEST, COMPARE_TEST)
+    name: str
+    passed: bool
+    text: str | None  # the failure's report; None: passed
+    properties: dict[str, str]  # the plugin's facts (contract.Fact)
+
+    @property
+    def order(self) -> int:
+        """Its place among all the tests collected, the same whichever steps ran."""
+        return int(self.properties.get(Fact.ORDER, "0"))
+
+    @property
+    def step(self) -> str:
+        return step_of_test(self.name, self.properties.get(Fact.STEP), STEP_KEYWORDS)
+
+
+STEP_KEYWORDS = {step.number: step.keyword for step in STEPS}
+
+
+def read_cases(junit: Path) -> list[Case]:
+    """Every test case of a finished pytest run's junit XML, with the plugin's facts."""
+    cases = []
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        module = case.get("classname", "").split(".")[-1]
+        problems = [child for child in case if child.tag in ("failure", "error", "skipped")]
+        properties = {
+            prop.get("name", ""): prop.get("value", "") for prop in case.iter("property") if prop.get("name")
+        }
+        text = (problems[0].text or problems[0].get("message") or "") if problems else None
+        cases.append(Case(_file_of(module), case.get("name", ""), not problems, text, properties))
+    return cases
+
+
 def read_junit(junit: Path, steps: tuple[Step, ...] = STEPS, *, with_beyond: bool = False) -> Report:
     """A finished pytest run's junit XML (with the plugin's facts) as a :class:`Report`."""
+    return report_of(read_cases(junit), steps, with_beyond=with_beyond)
+
+
+def report_of(cases: list[Case], steps: tuple[Step, ...] = STEPS, *, with_beyond: bool = False) -> Report:
+    """The :class:`Report` of these cases, in their collection order."""
     passed: dict[str, int] = {}
     failures: list[tuple[str, str]] = []
     details: dict[str, Detail] = {}
@@ -58,35 +101,30 @@ def read_junit(junit: Path, steps: tuple[Step, ...] = STEPS, *, with_beyond: boo
     rules: list[BeyondCheck] = []  # the rule checks, read like the beyond checks and kept apart
     outcomes: dict[str, bool] = {}
     compared: dict[str, int] = {}
-    for case in ET.parse(junit).getroot().iter("testcase"):
-        name = case.get("name", "")
-        module = case.get("classname", "").split(".")[-1]
-        is_rules = _is_rules(module)
-        is_beyond = is_rules or _is_beyond(module)
-        problems = [child for child in case if child.tag in ("failure", "error", "skipped")]
-        properties = {
-            prop.get("name", ""): prop.get("value", "") for prop in case.iter("property") if prop.get("name")
-        }
-        if problems:
-            report = problems[0].text or problems[0].get("message") or ""
-            detail = _detail(report, properties)
+    for case in sorted(cases, key=lambda case: case.order):
+        name, properties = case.name, case.properties
+        is_rules = case.file in (RULES_TEST, COMPARE_TEST)
+        is_beyond = is_rules or case.file == BEYOND_TEST
+        if case.text is not None:
+            detail = _detail(case.text, properties)
             details[name] = detail
             if not is_beyond:
                 failures.append((name, detail.message))
         elif Fact.LABEL in properties:
             details[name] = Detail(label=properties[Fact.LABEL])
-        outcomes[f"{_file_of(module)}::{name}"] = not problems
+        outcomes[f"{case.file}::{name}"] = case.passed
         if Fact.COMPARED in properties and Fact.STEP in properties:
             step_number = properties[Fact.STEP]
             compared[step_number] = compared.get(step_number, 0) + int(properties[Fact.COMPARED] or 0)
         if is_beyond:
             label = properties.get(Fact.LABEL)
-            check = BeyondCheck(name, not problems, properties.get(Fact.STEP), label)
+            step = properties.get(Fact.STEP) if label is not None else None  # as the junit said it before
+            check = BeyondCheck(name, case.passed, step, label)
             (rules if is_rules else beyond).append(check)
             continue
-        step = step_of(name, steps)
-        if step is not None:
-            passed[step.number] = passed.get(step.number, 0) + (not problems)
+        focused = step_of(name, steps)
+        if focused is not None:
+            passed[focused.number] = passed.get(focused.number, 0) + case.passed
     return Report(
         passed,
         failures=tuple(failures),

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..chapter.rules import RULES, Rule, split_check
-from ..chapter.steps import COMPARE_TEST, FOCUSED_TEST, STEPS
+from ..chapter.steps import COMPARE_TEST, FOCUSED_TEST, STEPS, Step
 from .report import Report
 
 RuleState = Literal["kept", "broken", "pending"]
@@ -39,13 +39,21 @@ def _cases(report: Report, check: str) -> list[tuple[str, bool]]:
     return found
 
 
-def rule_results(report: Report) -> list[RuleResult] | None:
-    """Every rule's state for this run; ``None`` when the rules were not checked (``--step``, a red light)."""
+Rules = (
+    tuple[RuleResult, ...] | None
+)  # the rules' states; None: not checked (focused tests alone, a red light)
+
+
+def rule_results(report: Report, steps: tuple[Step, ...] = STEPS) -> Rules:
+    """The state of every rule of ``steps`` for this run: computed once, by :func:`.judgement.judge`."""
     if report.rule_checks is None or report.red_light is not None:
         return None
     numbers = [step.number for step in STEPS]
+    judged = {step.number for step in steps}
     results = []
     for rule in RULES:
+        if rule.step not in judged:
+            continue
         earlier = STEPS[: numbers.index(rule.step)]
         cases = [case for check in rule.checks for case in _cases(report, check)]
         failed = tuple(name for name, passed in cases if not passed)
@@ -66,7 +74,7 @@ def rule_results(report: Report) -> list[RuleResult] | None:
         else:
             state = "pending"
         results.append(RuleResult(rule, state, failed))
-    return results
+    return tuple(results)
 
 
 def _still_a_stub(report: Report, step: str) -> bool:
@@ -74,28 +82,27 @@ def _still_a_stub(report: Report, step: str) -> bool:
     return any(item.kind == "stub" and item.message.startswith(f"Lab {step} ") for item in report.unfinished)
 
 
-def rules_ok(report: Report) -> bool:
+def rules_ok(results: Rules) -> bool:
     """No rule broken or still pending (true when the rules were not checked at all)."""
-    results = rule_results(report)
     return results is None or all(result.state == "kept" for result in results)
 
 
-def broken_rules(report: Report, step: str | None = None) -> list[RuleResult]:
+def broken_rules(results: Rules, step: str | None = None) -> list[RuleResult]:
     return [
         result
-        for result in rule_results(report) or ()
+        for result in results or ()
         if result.state == "broken" and (step is None or result.rule.step == step)
     ]
 
 
-def rule_behind(report: Report, step: str, test: str) -> RuleResult | None:
+def rule_behind(results: Rules, report: Report, step: str, test: str) -> RuleResult | None:
     """The rule a failing test of ``step`` most likely stands for, to name it beside the test.
 
     First a broken rule of the step that names the test and has a failing check of its own (a
     rule check or a beyond check), then any broken rule with a failing check of its own, then a
     rule whose only evidence is focused tests, all failing, and last any rule naming the test.
     """
-    broken = broken_rules(report, step)
+    broken = broken_rules(results, step)
 
     def names(result: RuleResult) -> bool:
         return test in result.failed
@@ -132,26 +139,24 @@ def rule_name(result: RuleResult) -> str:
     return f"实践 {result.rule.step} 规则「{result.rule.name}」"
 
 
-def count_line(report: Report) -> str | None:
+def count_line(results: Rules, scope: str = "本章规则") -> str | None:
     """``本章规则：34/37（3 项待完成）``, after the focused counts; ``None`` when not checked."""
-    results = rule_results(report)
     if results is None:
         return None
     kept = sum(result.state == "kept" for result in results)
     broken = sum(result.state == "broken" for result in results)
     pending = sum(result.state == "pending" for result in results)
     notes = [f"{broken} 项未守住"] * bool(broken) + [f"{pending} 项待完成"] * bool(pending)
-    return f"本章规则：{kept}/{len(results)}" + (f"（{'，'.join(notes)}）" if notes else "")
+    return f"{scope}：{kept}/{len(results)}" + (f"（{'，'.join(notes)}）" if notes else "")
 
 
-def table_lines(report: Report) -> list[str]:
+def table_lines(results: Rules) -> list[str]:
     """``check 05 --rules``: every rule with ✓ / ✗ / 待完成, by step, the chapter's sentence quoted."""
-    results = rule_results(report)
     if results is None:
-        results = [RuleResult(rule, "pending", ()) for rule in RULES]
+        results = tuple(RuleResult(rule, "pending", ()) for rule in RULES)
         lines = [f"本章规则：0/{len(RULES)}（还没有检查：先让 pi_course 能导入、5.1 的两个类型就位）"]
     else:
-        lines = [count_line(report) or ""]
+        lines = [count_line(results) or ""]
     for step in STEPS:
         lines.append(f"实践 {step.number} {step.label}")
         for result in results:

@@ -30,15 +30,23 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
-from ..chapter.steps import BEYOND_TEST, STEPS, Step
-from . import inkernel
+from ..chapter.steps import BEYOND_TEST, FOCUSED_TEST, STEPS, Step
+from . import inkernel, stepcache
 from .import_failure import CHECK_VERBOSE, ERROR_LINE, blames_the_package, import_failure_from_text
 from .locate import beyond_test_file, compare_test_file, course_root, focused_test_file, rules_test_file
-from .plugin_path.pi_course_check.contract import PLUGIN, PROGRESS_VARIABLE, TEST_TIMEOUT, TIMEOUT_VARIABLE
+from .plugin_path.pi_course_check.contract import (
+    PLUGIN,
+    PROGRESS_VARIABLE,
+    STEPS_VARIABLE,
+    TEST_TIMEOUT,
+    TIMEOUT_VARIABLE,
+    Fact,
+    step_selection,
+)
 from .probe import probe
 from .process import run_bounded
 from .report import Report
-from .results import collection_error, read_junit, read_progress
+from .results import STEP_KEYWORDS, Case, collection_error, read_cases, read_progress, report_of
 from .stubs import defined_functions, unfinished
 
 PLUGIN_PATH = Path(__file__).resolve().parent / "plugin_path"  # first on the test process's sys.path
@@ -75,19 +83,28 @@ def run_tests(
     beyond: bool = False,
     verbose: bool = False,
     tests: Path | None = None,
+    kept: bool = False,
 ) -> Report:
-    """Run the focused tests of ``steps`` (with ``beyond``: every focused test and the beyond checks).
+    """Run the focused tests of ``steps`` (with ``beyond``: their beyond checks, rules and comparisons too).
 
-    ``tests`` is the folder holding the chapter's test files; by default the tree's own.
+    ``tests`` is the folder holding the chapter's test files; by default the tree's own. ``kept``:
+    steps whose results the copy keeps for its current content are not run again (:mod:`.stepcache`).
     """
     root = course_root(path)
     with inkernel.read_into_memory(root) as tree:  # in a browser tab: the copy's files, read once
-        report = _run_tests_in(tree, steps, beyond=beyond, verbose=verbose, tests=tests)
+        cache = root if kept and tree == root and not verbose else None
+        report = _run_tests_in(tree, steps, beyond=beyond, verbose=verbose, tests=tests, cache=cache)
     return report if tree == root else replace(report, output=report.output.replace(str(tree), str(root)))
 
 
 def _run_tests_in(
-    root: Path, steps: tuple[Step, ...], *, beyond: bool, verbose: bool, tests: Path | None
+    root: Path,
+    steps: tuple[Step, ...],
+    *,
+    beyond: bool,
+    verbose: bool,
+    tests: Path | None,
+    cache: Path | None,
 ) -> Report:
     red = probe(root, _environment(root))
     if red is not None:
@@ -106,32 +123,28 @@ def _run_tests_in(
         compare_file = compare_test_file(tests or root)
         if compare_file is not None:  # read with the rule checks: each one is a rule's evidence
             files.append(compare_file)
-    with tempfile.TemporaryDirectory() as scratch:
-        junit = Path(scratch) / "junit.xml"
-        progress = Path(scratch) / "progress.jsonl"
-        env = _environment(root, progress)
-        selection = [] if beyond_file is not None else ["-k", " or ".join(step.keyword for step in steps)]
-        command = [
-            sys.executable, "-m", "pytest", *map(str, files), *selection,
-            "-vv" if verbose else "-q", "-p", PLUGIN, "-p", "no:cacheprovider",
-            # The focused tests need neither; importing nbval's and hypothesis' plugins costs seconds.
-            "-p", "no:nbval", "-p", "no:hypothesispytest",
-            "--rootdir", str(test_file.parent), "-o", "addopts=", "--color=no", "--code-highlight=no",
-            f"--junitxml={junit}",
-        ]  # fmt: skip
-        returncode, output = _run(command, root, env)
-        if returncode is None or not junit.exists():
-            cut_short = read_progress(
-                progress, steps, output, returncode, bound=RUN_TIMEOUT, with_beyond=beyond_file is not None
-            )
-            return replace(cut_short, rule_checks=cut_short.rule_checks if rules_file is not None else None)
-        collection = collection_error(junit)
-        if collection is not None:  # nothing ran: say why in the probe's words
-            blamed = blames_the_package(collection, root)
-            line = import_failure_from_text(collection, root) if blamed else _collection_failure(collection)
-            return Report({}, line, import_error=blamed, output=output)
-        report = read_junit(junit, steps, with_beyond=beyond_file is not None)
-        rule_checks = report.rule_checks if rules_file is not None else None
+    whole = beyond_file is not None and rules_file is not None  # a step's whole result: what is kept
+    keys = stepcache.step_keys(cache) if cache is not None else {}
+    found = stepcache.load(cache, {step.number: keys[step.number] for step in steps}) if cache else {}
+    if not whole:  # focused tests alone: a kept step gives its focused tests
+        found = {
+            number: [case for case in cases if case.file == FOCUSED_TEST] for number, cases in found.items()
+        }
+    to_run = tuple(step for step in steps if step.number not in found)
+    cases = [case for number in found for case in found[number]]
+    output = ""
+    if to_run:
+        ran = _pytest(
+            root, files, to_run, test_file.parent, verbose=verbose, with_beyond=beyond_file is not None
+        )
+        if isinstance(ran, Report):
+            return replace(ran, rule_checks=ran.rule_checks if rules_file is not None else None)
+        fresh, output = ran
+        cases += fresh
+        if cache is not None and whole and "Interrupted: " not in output:  # a stopped session keeps nothing
+            ran_steps = {step.number: [case for case in fresh if case.step == step.number] for step in to_run}
+            stepcache.store(cache, keys, {number: got for number, got in ran_steps.items() if _timeless(got)})
+    report = report_of(cases, steps, with_beyond=beyond_file is not None)
     stopped = None
     interrupted = re.search(r"Interrupted: (.*?) !*$", output, re.MULTILINE)
     if interrupted:
@@ -145,11 +158,46 @@ def _run_tests_in(
         stopped=stopped,
         output=output,
         unfinished=unfinished(root),
-        rule_checks=rule_checks,
+        rule_checks=report.rule_checks if rules_file is not None else None,
         outcomes=report.outcomes,
         compared=report.compared,
         defined=defined_functions(root),
     )
+
+
+def _timeless(cases: list[Case]) -> bool:
+    """No test of the step ran past its bound: a result that depends on time is never kept."""
+    return not any(Fact.TIMEOUT in case.properties for case in cases)
+
+
+def _pytest(
+    root: Path, files: list[Path], steps: tuple[Step, ...], rootdir: Path, *, verbose: bool, with_beyond: bool
+) -> tuple[list[Case], str] | Report:
+    """One pytest process over ``steps``' tests: their cases and its report, or a Report saying why none."""
+    with tempfile.TemporaryDirectory() as scratch:
+        junit = Path(scratch) / "junit.xml"
+        progress = Path(scratch) / "progress.jsonl"
+        env = _environment(root, progress)
+        env[STEPS_VARIABLE] = step_selection(STEP_KEYWORDS, [step.number for step in steps])
+        command = [
+            sys.executable, "-m", "pytest", *map(str, files),
+            "-vv" if verbose else "-q", "-p", PLUGIN, "-p", "no:cacheprovider",
+            # The focused tests need neither; importing nbval's and hypothesis' plugins costs seconds.
+            "-p", "no:nbval", "-p", "no:hypothesispytest",
+            "--rootdir", str(rootdir), "-o", "addopts=", "--color=no", "--code-highlight=no",
+            f"--junitxml={junit}",
+        ]  # fmt: skip
+        returncode, output = _run(command, root, env)
+        if returncode is None or not junit.exists():
+            return read_progress(
+                progress, steps, output, returncode, bound=RUN_TIMEOUT, with_beyond=with_beyond
+            )
+        collection = collection_error(junit)
+        if collection is not None:  # nothing ran: say why in the probe's words
+            blamed = blames_the_package(collection, root)
+            line = import_failure_from_text(collection, root) if blamed else _collection_failure(collection)
+            return Report({}, line, import_error=blamed, output=output)
+        return read_cases(junit), output
 
 
 def _collection_failure(text: str) -> str:

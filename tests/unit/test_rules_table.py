@@ -12,7 +12,8 @@ import pytest
 
 from pi_course.chapter.rules import CHAPTER_SOURCE, RULES, RULES_TEST, markdown_table, split_check, with_table
 from pi_course.chapter.steps import BEYOND_TEST, COMPARE_TEST, FOCUSED_TEST, STEP_NUMBERS, STEPS
-from pi_course.course.check import print_report, record_of, verdict_of
+from pi_course.course.check import print_judgement
+from pi_course.course.judgement import judge, record_of
 from pi_course.course.report import Report, step_of
 from pi_course.course.rulestate import rule_results, table_lines
 from pi_course.course.stubs import Unfinished
@@ -125,10 +126,10 @@ def test_a_broken_rule_of_a_done_step_is_named_in_the_verdict_with_its_step() ->
     states = {result.rule.name: result.state for result in rule_results(report) or ()}
     assert states["没有工具就没有 tools 键"] == "broken"
     assert list(states.values()).count("kept") == len(RULES) - 1
-    assert verdict_of(report).line == (
+    assert judge(report).line == (
         "第 05 章：未完成——实践 5.1 规则「没有工具就没有 tools 键」：test_rule_no_tools_key_without_tools"
     )
-    record = record_of(report, ROOT, 1.0)
+    record = record_of(judge(report), ROOT, 1.0)
     assert (record["status"], record["rules_kept"], record["rules_total"]) == (
         "incomplete",
         len(RULES) - 1,
@@ -136,7 +137,7 @@ def test_a_broken_rule_of_a_done_step_is_named_in_the_verdict_with_its_step() ->
     )
     assert (
         "  ✗ 没有工具就没有 tools 键：「没有工具时返回 undefined，请求体也就不会带一个空数组。」"
-        in table_lines(report)
+        in table_lines(rule_results(report))
     )
 
 
@@ -147,13 +148,13 @@ def test_a_later_steps_rules_wait_for_the_earlier_steps() -> None:
     for result in rule_results(report) or ():
         states[result.rule.step].add(result.state)
     assert states == {"5.1": {"broken"}, "5.2": {"broken"}, "5.3": {"pending"}, "5.4": {"pending"}}
-    assert verdict_of(report).line.startswith("第 05 章：未完成——实践 5.1 规则「")
+    assert judge(report).line.startswith("第 05 章：未完成——实践 5.1 规则「")
 
 
 def test_all_rules_kept_and_nothing_else_failing_is_done() -> None:
     report = Report(DONE, beyond=(), rule_checks=(), outcomes=all_passing())
-    assert verdict_of(report).line == "第 05 章：完成"
-    assert table_lines(report)[0] == f"本章规则：{len(RULES)}/{len(RULES)}"
+    assert judge(report).line == "第 05 章：完成"
+    assert table_lines(rule_results(report))[0] == f"本章规则：{len(RULES)}/{len(RULES)}"
 
 
 def test_check_rules_prints_every_rule_then_the_verdict() -> None:
@@ -161,7 +162,8 @@ def test_check_rules_prints_every_rule_then_the_verdict() -> None:
     outcomes[f"{RULES_TEST}::test_rule_the_endpoint_is_checked_as_a_url"] = False
     report = Report(DONE, beyond=(), rule_checks=(), outcomes=outcomes)
     out = io.StringIO()
-    verdict = print_report(report, STEPS, beyond=True, file=out, rules=True)
+    verdict = judge(report)
+    print_judgement(verdict, file=out, table=True)
     lines = out.getvalue().splitlines()
     assert lines[0] == f"本章规则：{len(RULES) - 1}/{len(RULES)}（1 项未守住）"
     marks = [line.split(" ", 3)[2] for line in lines if line.startswith("  ") and not line.startswith("   ")]

@@ -26,11 +26,13 @@ from pi_course.chapter.rules import RULES
 from pi_course.chapter.steps import STEPS, step
 from pi_course.course import advice, import_failure, probe, stubs, testrun
 from pi_course.course.advice import failure_lines, next_step_lines
-from pi_course.course.check import check, check_record, verdict_of
+from pi_course.course.check import check, check_record
+from pi_course.course.judgement import judge
 from pi_course.course.plugin_path.pi_course_check.contract import PLUGIN, TIMEOUT_VARIABLE
 from pi_course.course.practice import create_practice
 from pi_course.course.report import BeyondCheck, Detail, Report
 from pi_course.course.results import read_junit
+from pi_course.course.rulestate import rule_results
 from pi_course.course.testrun import run_tests
 
 ROOT = Path(__file__).parents[2]
@@ -193,15 +195,15 @@ def test_a_beyond_check_counts_once_its_steps_pass() -> None:
               BeyondCheck("test_old", True))  # fmt: skip
     half = Report({**done, "5.4": 1}, failures=(("test_fetch_transport_x", ""),), beyond=checks)
     assert [half.beyond_state(c) for c in checks] == ["passed", "pending", "pending"]
-    verdict = verdict_of(half)
+    verdict = judge(half)
     assert not verdict.done and verdict.line.startswith(
         "第 05 章：未完成——实践 5.4 fetch transport 与密钥脱敏（1/2 通过）"
     )
     full = Report(done, beyond=checks)
     assert [full.beyond_state(c) for c in checks] == ["passed", "failed", "passed"]
-    assert verdict_of(full).line == "第 05 章：未完成——本章之外的检查：B（test_b）"
-    assert verdict_of(Report(done, beyond=checks[:1])).line == "第 05 章：完成"
-    assert verdict_of(Report(done), beyond=False).line == "第 05 章聚焦测试：完成"
+    assert judge(full).line == "第 05 章：未完成——本章之外的检查：B（test_b）"
+    assert judge(Report(done, beyond=checks[:1])).line == "第 05 章：完成"
+    assert judge(Report(done), beyond=False).line == "第 05 章聚焦测试：完成"
 
 
 def test_every_beyond_check_names_its_step_once() -> None:
@@ -490,14 +492,16 @@ def test_a_loop_that_never_awaits_is_stopped_and_named(completed: Path) -> None:
     assert result.returncode == 1
     lines = result.stdout.splitlines()
     assert lines[0] == "出站转换：0/1 未通过"
-    assert lines[1] == "测试提前停止：一项测试停在一个从不 await 的循环里，其余测试不再运行"
-    assert lines[2].startswith(
+    assert lines[1].startswith("实践 5.1 的规则：0/")  # a step runs with its rules: none kept here
+    stop = lines.index("测试提前停止：一项测试停在一个从不 await 的循环里，其余测试不再运行")
+    assert lines[2:stop] == ["本章之外的检查：没有运行"]  # the session stopped before them
+    assert lines[stop + 1].startswith(
         "  ✗ test_outbound_conversion_maps_four_roles_and_tools_without_touching_input — 下一步："
         "看 pi_course/outbound.py 的 to_provider_messages()：第 "
     )
-    assert lines[3] == "      输入：" + advice.INPUTS["test_outbound"]
-    assert lines[4] == "      超过 1 秒没有结束：" + advice.NEVER_AWAITS + "。"
-    assert lines[5].startswith("      停在 pi_course/outbound.py:") and lines[5].endswith(
+    assert lines[stop + 2] == "      输入：" + advice.INPUTS["test_outbound"]
+    assert lines[stop + 3] == "      超过 1 秒没有结束：" + advice.NEVER_AWAITS + "。"
+    assert lines[stop + 4].startswith("      停在 pi_course/outbound.py:") and lines[stop + 4].endswith(
         "(to_provider_messages)"
     )
     assert lines[-1].startswith("实践 5.1：未完成——实践 5.1 出站转换（0/1 通过）：test_outbound") and lines[
@@ -637,7 +641,11 @@ def test_one_cause_behind_several_failures_is_named_once() -> None:
     )
     report = Report({"5.3": 0}, failures=tuple((name, "") for name in SSE_TESTS),
                     details=dict.fromkeys(SSE_TESTS, cut))  # fmt: skip
-    heads = [line for line in next_step_lines(report, (step("5.3"),)) if line.startswith("  ✗ ")]
+    heads = [
+        line
+        for line in next_step_lines(report, (step("5.3"),), rule_results(report))
+        if line.startswith("  ✗ ")
+    ]
     assert heads[0] == f"  ✗ {SSE_TESTS[0]} — 下一步：看 {advice.FRAMING_HINT}"
     assert advice.FRAMING_HINT.startswith("pi_course/sse.py 的 SSEDecoder.feed()：行缓冲")
     assert heads[1:] == [f"  ✗ {name} — 下一步：同上" for name in SSE_TESTS[1:]]

@@ -21,7 +21,7 @@ from learners import apply
 from pi_course.chapter.rules import RULES
 from pi_course.chapter.steps import STEPS
 from pi_course.course import inkernel, testrun
-from pi_course.course.check import verdict_of
+from pi_course.course.judgement import judge
 from pi_course.course.practice import create_practice
 
 # A practice copy per case, each checked by pytest (in this process): minutes in all, so make workflows.
@@ -242,7 +242,7 @@ def dan(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def checked(copy: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     """``check 05``'s verdict on ``copy``, run in this process (the browser edition's runner)."""
     monkeypatch.setattr(inkernel, "in_browser", lambda: True)
-    return verdict_of(testrun.run_tests(STEPS, copy, beyond=True)).line
+    return judge(testrun.run_tests(STEPS, copy, beyond=True)).line
 
 
 # A comparison whose every input a stated rule also covers: its departures are those rules'.

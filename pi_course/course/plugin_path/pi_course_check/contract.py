@@ -12,6 +12,7 @@ from enum import StrEnum
 PLUGIN = "pi_course_check.plugin"  # what the runner passes to pytest's -p
 TIMEOUT_VARIABLE = "PI_COURSE_TEST_TIMEOUT"  # seconds per test
 PROGRESS_VARIABLE = "PI_COURSE_CHECK_PROGRESS"  # a file the plugin appends JSON lines to
+STEPS_VARIABLE = "PI_COURSE_CHECK_STEPS"  # JSON: which steps' tests to run (see step_selection)
 TEST_TIMEOUT = 5.0  # the default bound per test; a correct solution needs milliseconds
 
 
@@ -29,6 +30,22 @@ class Fact(StrEnum):
     COMPARED = (
         "pi_course_compared"  # how many inputs a comparison with the reference ran (test_05_compare.py)
     )
+    ORDER = "pi_course_order"  # the test's place among all tests collected: one order for every selection
+
+
+def step_selection(keywords: dict[str, str], run: list[str]) -> str:
+    """The value of :data:`STEPS_VARIABLE`: every step's ``-k`` keyword, and the steps to run."""
+    return json.dumps({"keywords": keywords, "run": run})
+
+
+def step_of_test(name: str, marked: str | None, keywords: dict[str, str]) -> str:
+    """A test's step: its ``step`` marker, else the focused test's keyword, else the last step."""
+    if marked is not None:
+        return marked
+    for number, keyword in keywords.items():
+        if name.startswith(f"test_{keyword}"):
+            return number
+    return list(keywords)[-1]
 
 
 def time_bound(value: str | None) -> float:

@@ -12,6 +12,9 @@ own ``pytest``) is plain pytest.
 * **Report facts** (:class:`.contract.Fact`): the first difference of the failing ``==``, the
   ``error_message`` of every error the test saw, the innermost line of ``pi_course`` code on the
   traceback, the bound if it hit; a check's label, step and hint from its docstring and marker.
+* **One step's tests.** With :data:`.contract.STEPS_VARIABLE` set, only the tests of the steps it
+  names run (:func:`.contract.step_of_test`); every test carries its step and its place among all
+  the tests collected, so results of runs of different steps merge in one order.
 * **Progress.** With :data:`.contract.PROGRESS_VARIABLE` naming a file, each test's start and
   outcome are appended to it as JSON lines, so a runner that had to stop a hung process can still
   name the test.
@@ -34,7 +37,15 @@ from typing import Any
 import pytest
 
 from .alarm import alarm
-from .contract import PROGRESS_VARIABLE, TIMEOUT_VARIABLE, Fact, progress_line, time_bound
+from .contract import (
+    PROGRESS_VARIABLE,
+    STEPS_VARIABLE,
+    TIMEOUT_VARIABLE,
+    Fact,
+    progress_line,
+    step_of_test,
+    time_bound,
+)
 
 SYNC_GRACE = 2.0  # how much longer than the bound an async test may take to react to cancellation
 BOUND_TIMES = "bound_times"  # a marker: a check that compares hundreds of inputs gets n bounds, not one
@@ -50,6 +61,24 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "step(number): the last practice step a beyond check needs")
     config.addinivalue_line("markers", f"{BOUND_TIMES}(n): this test may take n times the per-test bound")
     config.pluginmanager.register(CheckReporter(time_bound(os.environ.get(TIMEOUT_VARIABLE))))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Each test's order and step as properties; only the selected steps' tests kept."""
+    selection = os.environ.get(STEPS_VARIABLE)
+    chosen = json.loads(selection) if selection else None
+    kept: list[pytest.Item] = []
+    for order, item in enumerate(items):
+        item.user_properties.append((Fact.ORDER.value, str(order)))
+        marker = item.get_closest_marker("step")
+        marked = str(marker.args[0]) if marker is not None and marker.args else None
+        if marked is not None:
+            item.user_properties.append((Fact.STEP.value, marked))
+        if chosen is None or step_of_test(item.name, marked, chosen["keywords"]) in chosen["run"]:
+            kept.append(item)
+    if len(kept) < len(items):
+        config.hook.pytest_deselected(items=[item for item in items if all(item is not k for k in kept)])
+        items[:] = kept
 
 
 @pytest.fixture
@@ -206,10 +235,7 @@ def _described(item: pytest.Item) -> list[tuple[str, str]]:
     callspec = getattr(item, "callspec", None)
     if callspec is not None:
         label += f"（{callspec.id}）"
-    described = [(Fact.LABEL.value, label)]
-    step = item.get_closest_marker("step")
-    if step is not None and step.args:
-        described.append((Fact.STEP.value, str(step.args[0])))
+    described = [(Fact.LABEL.value, label)]  # the step is a property from collection on
     hint = " ".join(line.removeprefix("下一步：") for line in lines if line.startswith("下一步："))
     if hint:
         described.append((Fact.HINT.value, hint))
