@@ -68,7 +68,7 @@ suite: $(STAMP)
 	$(BIN)/python -m pytest -q $(NO_NBVAL) -n $(WORKERS) --dist worksteal -m "not browser and not notebooks and not node and not workflow" tests
 
 # Whole workflows at class scale (marked workflow): the rules matrix (check names each rule a full
-# solution breaks), the four learners' styles and their typical mistakes, a hostile class graded.
+# solution breaks), the allowed-variants matrix, the seven learners' styles and their typical mistakes, a hostile class graded.
 # Minutes of check runs, so make test leaves them out; .ci/run runs them after it.
 workflows: $(STAMP)
 	$(BIN)/python -m pytest -q $(NO_NBVAL) -n $(WORKERS) --dist worksteal -m "workflow and not browser and not notebooks" tests

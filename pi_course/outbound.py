@@ -66,7 +66,7 @@ def _assistant_to_wire(content: Sequence[TextContent | ToolCall]) -> WireMessage
                     # original, so the raw string wins whenever the provider gave one.
                     "arguments": call.raw_arguments
                     if call.raw_arguments is not None
-                    else json_stringify(call.arguments or {}),
+                    else json_stringify(call.arguments if call.arguments is not None else {}),
                 },
             }
             for call in calls

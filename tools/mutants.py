@@ -11,6 +11,12 @@ is a hole in ``check``: the run then exits 1.
     python tools/mutants.py                 # every mutant (2 workers)
     python tools/mutants.py --sample 24     # a fixed, evenly spread sample (CI)
     python tools/mutants.py --list          # the mutants, without running them
+    python tools/mutants.py --learner dan --sample 20   # mutants of a learner's own code instead
+
+``--learner NAME`` measures recall on code the reference's mutants never explore: every mutant of
+what learner NAME wrote (``tests/workflow/learners/NAME``, the whole files), each merged into a
+practice copy as the learner's code is. There is no list of equivalent mutants for a learner:
+each survivor is printed with its diff, to be judged (caught, allowed by the chapter, or a hole).
 """
 
 from __future__ import annotations
@@ -150,10 +156,14 @@ def _variants(node: ast.expr) -> Iterator[tuple[str, ast.AST]]:
         yield "get-to-subscript", ast.Subscript(node.func.value, node.args[0], ast.Load())
 
 
-def mutants_of(file: str, source: str) -> list[Mutant]:
-    """Every mutant of the LAB regions of one reference module, in source order."""
+def mutants_of(file: str, source: str, *, whole: bool = False) -> list[Mutant]:
+    """Every mutant of the LAB regions of one reference module (``whole``: of the whole file), in
+    source order."""
     tree = ast.parse(source)
-    regions = [(begin, end) for step, begin, end in lab_regions(source)]
+    if whole:
+        regions = [(0, len(source.splitlines()) + 1)]
+    else:
+        regions = [(begin, end) for step, begin, end in lab_regions(source)]
     docstrings = _docstring_nodes(tree)
     found: list[Mutant] = []
 
@@ -199,6 +209,59 @@ def _applies(mutant: Mutant, source: str) -> bool:
 def all_mutants() -> list[Mutant]:
     sources = reference_sources()
     return [mutant for name in sorted(sources) for mutant in mutants_of(name, sources[name])]
+
+
+LEARNERS = ROOT / "tests" / "workflow" / "learners"
+
+
+def learner_mutants(learner: str) -> list[Mutant]:
+    folder = LEARNERS / learner
+    return [
+        mutant
+        for path in sorted(folder.glob("*.py"))
+        for mutant in mutants_of(path.name, path.read_text(encoding="utf-8"), whole=True)
+    ]
+
+
+def learner_copy(folder: Path, learner: str) -> Path:
+    """A practice copy holding ``learner``'s code, as tests/workflow/learners applies it."""
+    sys.path.insert(0, str(LEARNERS.parent))
+    from learners import apply
+
+    copy = create_practice(folder / "finished")
+    shutil.copytree(copy / "pi_course", folder / "starter")  # the starter modules, to merge mutants into
+    apply(copy, learner)
+    return copy
+
+
+def run_learner_one(
+    mutant: Mutant, base: Path, scratch: Path, learner: str
+) -> tuple[Mutant, str, str | None]:
+    sys.path.insert(0, str(LEARNERS.parent))
+    from learners import merge
+
+    work = scratch / f"m{os.getpid()}"
+    if not work.exists():
+        shutil.copytree(base, work)
+    target = work / "pi_course" / mutant.file
+    original = target.read_text(encoding="utf-8")
+    starter = (scratch / "starter" / mutant.file).read_text(encoding="utf-8")
+    own = (LEARNERS / learner / mutant.file).read_text(encoding="utf-8")
+    try:
+        target.write_text(merge(starter, mutant.apply(own)), encoding="utf-8")
+        status, failure, _ = verdict(work)
+    finally:
+        target.write_text(original, encoding="utf-8")
+    return mutant, status, failure
+
+
+def learner_diff(mutant: Mutant, learner: str) -> str:
+    source = (LEARNERS / learner / mutant.file).read_text(encoding="utf-8")
+    lines = difflib.unified_diff(
+        source.splitlines(), mutant.apply(source).splitlines(), f"{learner}/{mutant.file}", "mutant", n=0,
+        lineterm="",
+    )  # fmt: skip
+    return "\n".join(list(lines)[2:])
 
 
 def finished_copy(folder: Path) -> Path:
@@ -258,7 +321,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--list", action="store_true", help="print the mutants and stop")
     parser.add_argument("--ids", type=Path, help="run only the mutants whose ids this file lists, one a line")
     parser.add_argument("--json", type=Path, help="write every mutant's outcome here")
+    parser.add_argument("--learner", help="mutate this learner's code (tests/workflow/learners/NAME)")
     args = parser.parse_args(argv)
+    if args.learner:
+        return learner_main(args)
 
     mutants = all_mutants()
     if args.ids:
@@ -329,6 +395,47 @@ def main(argv: list[str] | None = None) -> int:
             encoding="utf-8",
         )  # fmt: skip
     return 1 if holes else 0
+
+
+def learner_main(args: argparse.Namespace) -> int:
+    """The mutants of one learner's code through ``check 05``: killed, and each survivor's diff."""
+    mutants = learner_mutants(args.learner)
+    if args.sample:
+        step = max(1, len(mutants) // args.sample)
+        mutants = mutants[::step][: args.sample]
+    if args.list:
+        for mutant in mutants:
+            print(mutant.id)
+        return 0
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="pi-course-mutants-") as folder:
+        base = learner_copy(Path(folder), args.learner)
+        status, failure, _ = verdict(base)
+        if status != "done":
+            print(f"learner {args.learner}'s copy is not done: {status} {failure}", file=sys.stderr)
+            return 2
+        print(f"learner {args.learner}: done; {len(mutants)} mutants, {args.jobs} workers", flush=True)
+        with concurrent.futures.ProcessPoolExecutor(args.jobs) as pool:
+            futures = [
+                pool.submit(run_learner_one, mutant, base, Path(folder), args.learner) for mutant in mutants
+            ]
+            outcomes = [future.result() for future in futures]
+    killed = [item for item in outcomes if item[1] != "done"]
+    survived = [item for item in outcomes if item[1] == "done"]
+    print(f"learner {args.learner}: mutants {len(outcomes)}; killed {len(killed)}; survived {len(survived)}; "
+          f"time {time.monotonic() - started:.0f} s")  # fmt: skip
+    for mutant, _, _ in survived:
+        print(f"\nSURVIVED {mutant.id}\n{learner_diff(mutant, args.learner)}")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(
+            json.dumps(
+                [{"id": m.id, "status": s, "first_failure": f} for m, s, f in outcomes],
+                ensure_ascii=False, indent=1,
+            ),
+            encoding="utf-8",
+        )  # fmt: skip
+    return 0
 
 
 if __name__ == "__main__":

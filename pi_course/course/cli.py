@@ -23,6 +23,7 @@ from ..chapter.steps import STEP_NUMBERS
 from ..provider import DEFAULT_PORT
 from .exits import EXIT_DONE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE
 from .import_failure import lesson_imported
+from .oserrors import reason as said_reason
 from .parser import ChineseParser
 
 
@@ -254,7 +255,7 @@ def _serve(host: str, port: int, api_key: str | None = None) -> int:
         with socket.create_server((host, port)):
             pass  # only to turn a busy port or a bad host into one line before uvicorn starts
     except OSError as error:
-        reason = error.strerror or str(error)
+        reason = said_reason(error)
         _say(f"无法在 {host}:{port} 上启动本地 provider：{reason}。换一个端口（--port）或地址（--host）。")
         return 1
     checked = "别的 Bearer key 一律回答 401" if api_key else "不检查 API key"

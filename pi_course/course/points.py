@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..chapter.steps import STEP_NUMBERS, STEPS
+from .oserrors import reason
 
 
 class GradebookError(Exception):
@@ -62,7 +63,7 @@ def parse_points(text: str | None) -> Points:
         try:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
-            raise GradebookError(f"--points {text}：无法读取这个 TOML 文件：{error}") from None
+            raise GradebookError(f"--points {text}：无法读取这个 TOML 文件：{reason(error)}。") from None
         table = data.get("points", data)
         pairs = [(str(key), value) for key, value in table.items()]
     else:

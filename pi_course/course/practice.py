@@ -23,6 +23,7 @@ from ..provider.corpus import load_index
 from .classroom import classroom_workflow
 from .import_failure import IN_BROWSER
 from .locate import PACKAGE, copies_below, course_root, find_course_tree, is_practice_copy, named
+from .oserrors import reason as said_reason
 from .points import DEFAULT_POINTS, Points
 from .pythons import course_python, missing_packages, name_of, record, use_instead
 from .starters import (
@@ -155,7 +156,7 @@ def _make_parents(folder: Path) -> list[Path]:
 
 
 def _cannot_create(target: Path, error: OSError) -> str:
-    reason = error.strerror or str(error)
+    reason = said_reason(error)
     return f"无法创建练习目录 {target}：{reason}。请换一个可以写入的新目录路径（没有留下任何文件）。"
 
 

@@ -158,7 +158,7 @@ def test_a_failure_half_way_leaves_no_half_built_folder(
 
     monkeypatch.setattr(practice_module.shutil, "copyfile", copyfile_until_the_disk_fills)
     code, line = one_line(capsys, ["practice", "05", str(tmp_path / "new" / "lab")])
-    assert code == 2 and "No space left on device" in line
+    assert code == 2 and "磁盘满了" in line
     assert list(tmp_path.iterdir()) == []  # neither the copy, nor its scratch folder, nor new/
 
 

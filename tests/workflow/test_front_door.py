@@ -221,3 +221,15 @@ def test_a_missing_dependency_names_the_command_that_was_run(monkeypatch: pytest
     assert "-m pi_course check 05" in import_failure.import_failure_line(
         "ModuleNotFoundError: No module named 'x'"
     )
+
+
+def test_an_os_error_is_said_in_chinese(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """The C library's English reason (No such file or directory) never reaches a line."""
+    copy = create_practice(tmp_path / "ada")
+    line = refused(capsys, ["grade", "05", str(copy), "--roster", str(tmp_path / "nope.csv")])
+    assert line == f"--roster {tmp_path / 'nope.csv'}：无法读取：不存在。"
+    from pi_course.course.oserrors import reason
+
+    assert reason(PermissionError(13, "Permission denied")) == "没有权限"
+    assert reason(OSError(98, "Address already in use")) == "端口已被占用"
+    assert reason(OSError(5, "Input/output error")) == "Input/output error"  # an unusual one, as it is

@@ -89,7 +89,7 @@ def test_learner_passes_the_course_and_the_beyond_checks(starter: Path, tmp_path
 
 @pytest.mark.notebooks  # make stages, not make test
 def test_a_completed_copys_notebooks_run_under_nbval_lax(starter: Path, tmp_path: Path) -> None:
-    copy = learner_copy(starter, tmp_path, NAMES[-1])
+    copy = learner_copy(starter, tmp_path, "dan")
     notebooks = {path: path.read_bytes() for path in (copy / "notebooks").glob("*.ipynb")}
     result = run(
         ["-m", "pytest", "-q", "--nbval-lax", "--nbval-current-env", "-p", "no:cacheprovider", "-p", "no:randomly",
@@ -176,6 +176,23 @@ MISTAKES = {
          "（test_key_stays_out_of_every_error_chain[http-status]）— 下一步：pi_course/transport.py 的 stream()",
          "      实际：密钥仍在：错误.__context__（ConnectError）的 str()：proxy refused Bearer «密钥»"],
     ),
+    # Mistakes the blind learners of issue 43 made in their own code (tests/workflow/learners/mei, sol).
+    "tools-kept-a-list": (
+        "mei", "protocol.py",
+        '            _frozen_tuple(self, "tools")\n',
+        "            pass\n",
+        ["  ✗ 实践 5.1 规则「与本章参考一致：出站转换」",
+         "      期望（本章参考）：context.tools 是 tuple",
+         "      说明：pi_course/protocol.py 的说明：Everything is a frozen dataclass holding tuples.",
+         "第 05 章：未完成——实践 5.1 规则「与本章参考一致：出站转换」"],
+    ),
+    "missing-finish-words": (
+        "sol", "adapter.py",
+        '"Provider stream ended without a finish chunk"',
+        '"Provider stream ended without a finish reason"',
+        ["  ✗ 实践 5.2 规则「与本章参考一致：adapter 状态机」",
+         "第 05 章：未完成——实践 5.2 规则「与本章参考一致：adapter 状态机」"],
+    ),
     "starter-url": (
         "bo", "transport.py",
         'while base_url.endswith("/"):',
@@ -192,6 +209,8 @@ MISLEADING = {
     "infinite-loop-in-feed": ["AbortRace", "被阻塞的读取", "  ✗ test_sse_missing_finish"],
     "read-not-raced-with-abort": ["yield", "race.iterate("],
 }
+# Mistakes only a rule or a comparison sees: check runs everything for them.
+BEYOND_NEEDED = ("key-kept-in-context", "usage-added-up", "tools-kept-a-list", "missing-finish-words")
 # Mistakes that must hang: a short time bound per test. What ends the run is asserted, not how long
 # it took: the per-test bound (its line is printed), never the bound on the whole process.
 HANGS = {"read-not-raced-with-abort": 2.0, "infinite-loop-in-feed": 2.0}
@@ -205,7 +224,7 @@ def test_a_typical_mistake_ends_check_within_its_bound_with_the_decisive_line(
     copy = learner_copy(starter, tmp_path, learner)
     mistake(copy, module, correct, wrong)
     # The beyond checks only where the mistake is one; a shorter time bound where a test must hang.
-    flags = () if name in ("key-kept-in-context", "usage-added-up") else ("--course-only",)
+    flags = () if name in BEYOND_NEEDED else ("--course-only",)
     result, _ = check(copy, *flags, bound=HANGS.get(name))
     assert result.returncode == 1, result.stdout
     assert "测试进程超过" not in result.stdout, result.stdout  # the whole-process bound never had to act

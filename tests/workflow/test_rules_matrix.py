@@ -193,9 +193,9 @@ DEPARTURES: dict[str, tuple[str, list[Patch]]] = {
         "与本章参考一致：出站转换",
         [("outbound.py", '"content": _words(words) if words else None}', '"content": _words(words) if words and len(words) == len(content) else None}')],
     ),
-    "error-without-text": (
+    "late-id-dropped": (
         "与本章参考一致：adapter 状态机",
-        [("adapter.py", "str(error) or type(error).__name__", "str(error)")],
+        [("adapter.py", "buffer[0] = call_id or buffer[0]", "buffer[0] = buffer[0] if buffer[2] else (call_id or buffer[0])")],
     ),
     "event-type-kept": (
         "与本章参考一致：SSE 分帧",

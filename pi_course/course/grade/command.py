@@ -20,6 +20,7 @@ from types import FrameType
 from ..copyrun import DEFAULT_TIMEOUT
 from ..exits import EXIT_DONE, EXIT_INTERRUPTED, EXIT_USAGE
 from ..locate import course_root
+from ..oserrors import reason as said_reason
 from ..pythons import TO_CHECK, course_python, missing_packages, use_instead
 from ..record import as_record
 from ..sandbox import SandboxError, choose, not_sandboxed_line
@@ -185,7 +186,7 @@ def _check_outputs(*names: str | None) -> None:
             if not existed:
                 target.unlink()
         except OSError as error:
-            reason = error.strerror or error
+            reason = said_reason(error)
             raise GradeError(
                 f"grade 05：无法写入 {name}：{reason}（还没有开始评分）。换一个可以写入的路径。"
             ) from None
@@ -217,7 +218,7 @@ def _write(
         try:
             Path(name).expanduser().write_text(render(), encoding="utf-8")
         except OSError as error:
-            print(f"grade 05：无法写入 {name}：{error.strerror or error}", file=sys.stderr)
+            print(f"grade 05：无法写入 {name}：{said_reason(error)}", file=sys.stderr)
             return EXIT_USAGE
         print(f"已写入 {name}", file=sys.stderr)
     return EXIT_DONE

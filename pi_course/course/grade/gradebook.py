@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ...chapter.steps import STEP_NUMBERS
+from ..oserrors import reason
 from ..points import DEFAULT_POINTS, GradebookError, Points, _number, parse_points
 
 __all__ = ["DEFAULT_POINTS", "GradebookError", "Points", "parse_points", "read_roster", "to_csv"]
@@ -45,7 +46,7 @@ def read_roster(path: str) -> dict[str, Student]:
     try:
         text = Path(path).expanduser().read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as error:
-        raise GradebookError(f"--roster {path}：无法读取：{error}") from None
+        raise GradebookError(f"--roster {path}：无法读取：{reason(error)}。") from None
     rows = list(csv.DictReader(io.StringIO(text)))
     header = {name.strip().lower(): name for name in (rows[0].keys() if rows else ()) if name}
     key = next((header[name] for name in _KEYS if name in header), None)

@@ -59,6 +59,8 @@ pre { padding: .6rem; margin: .4rem 0 0; }
 @media (max-width: 700px) {
   body { margin: .6rem; }
   th.wide, td.wide { display: none; }
+  th { white-space: normal; }
+  td.name { overflow-wrap: anywhere; }
   dl.steps { display: grid; }
 }
 """

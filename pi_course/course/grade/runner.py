@@ -20,6 +20,7 @@ from pathlib import Path
 from ...chapter.steps import FOCUSED_TEST
 from ..assemble import Instructor, instructor_copy
 from ..copyrun import DEFAULT_TIMEOUT, assembled_check, run_copy, writable
+from ..oserrors import reason
 from ..process import Running
 from ..record import CopyRecord, Status, in_order, nothing_ran, parse_record
 from ..sandbox import NOT_SANDBOXED, Sandbox, choose
@@ -76,7 +77,9 @@ def grade_one(
                 tree, instructor, sandbox, timeout=timeout, command=command, running=running, environ=environ
             )
         except (UnsafeArchive, OSError, zipfile.BadZipFile, tarfile.TarError) as error:
-            why = str(error) if isinstance(error, UnsafeArchive) else f"无法读取 {source.path}：{error}"
+            why = (
+                str(error) if isinstance(error, UnsafeArchive) else f"无法读取 {source.path}：{reason(error)}"
+            )
             seconds = time.monotonic() - started
             return Graded(_stopped(source, "not-a-copy", why, seconds, base_flags), why)
         finally:

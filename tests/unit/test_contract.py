@@ -1,0 +1,59 @@
+"""The chapter's contract (pi_course/chapter/contract.py): every open point's other choice applies
+to the reference and is a different program; every point is decided by a sentence."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from pi_course.chapter.contract import FIXED, OPEN, POINTS, open_points, point
+from pi_course.chapter.steps import STEP_NUMBERS
+from pi_course.course.starters import reference_sources
+from pi_course.course.twin import edited, reference_twin
+
+
+def test_every_point_has_a_step_a_status_a_sentence_and_says_how_it_is_compared() -> None:
+    names = [p.name for p in POINTS]
+    assert len(names) == len(set(names))
+    for each in POINTS:
+        assert each.step in STEP_NUMBERS, each.name
+        assert each.status in (FIXED, OPEN), each.name
+        assert each.quote.strip() and each.how.strip(), each.name
+        assert not (each.status == FIXED and (each.edits or each.examples)), each.name
+    assert point(names[0]) is POINTS[0]
+    with pytest.raises(KeyError):
+        point("no such point")
+
+
+@pytest.mark.parametrize("each", [p for p in POINTS if p.status == OPEN], ids=lambda p: p.name)
+def test_an_open_points_variant_changes_the_reference_exactly_where_it_says(each: object) -> None:
+    sources = reference_sources()
+    variant = each.variant  # type: ignore[attr-defined]
+    if not variant:
+        pytest.skip("accepted by comparing less; no program to write")
+    changed = edited(sources, variant)
+    assert changed != sources
+    for edit in variant:
+        compile(changed[edit.file], edit.file, "exec")
+
+
+def test_every_combination_of_a_files_allowed_choices_loads_as_a_twin() -> None:
+    for file in ("adapter.py", "sse.py", "transport.py"):
+        points = open_points(file)
+        assert all(any(edit.file == file for edit in p.edits) for p in points)
+        built = 0
+        for size in range(1, len(points) + 1):
+            for combination in itertools.combinations(points, size):
+                twin = reference_twin(tuple(edit for p in combination for edit in p.edits))
+                assert twin.adapter is not reference_twin().adapter
+                built += 1
+        assert built == 2 ** len(points) - 1
+
+
+def test_an_edit_whose_text_is_not_there_once_is_refused() -> None:
+    [edit] = point("delta.content 是空字符串").edits
+    with pytest.raises(ValueError, match="occurs 0 times"):
+        edited(reference_sources(), (edit, edit))  # applied once, its text is gone
+    with pytest.raises(ValueError, match=r"occurs \d\d+ times"):
+        edited(reference_sources(), (edit.__class__(edit.file, "return", "return"),))
