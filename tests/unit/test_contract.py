@@ -4,6 +4,9 @@ to the reference and is a different program; every point is decided by a sentenc
 from __future__ import annotations
 
 import itertools
+import json
+import re
+from pathlib import Path
 
 import pytest
 
@@ -57,3 +60,13 @@ def test_an_edit_whose_text_is_not_there_once_is_refused() -> None:
         edited(reference_sources(), (edit, edit))  # applied once, its text is gone
     with pytest.raises(ValueError, match=r"occurs \d\d+ times"):
         edited(reference_sources(), (edit.__class__(edit.file, "return", "return"),))
+
+
+def test_a_mutant_listed_as_allowed_names_an_open_point_of_the_contract() -> None:
+    listed = json.loads((Path(__file__).parents[2] / "tools" / "mutants_equivalent.json").read_text("utf-8"))
+    allowed = [item for item in listed if item["kind"] == "allowed by the chapter"]
+    assert allowed
+    for item in allowed:
+        named = re.match(r"「(.+?)」", item["reason"])
+        assert named, item
+        assert point(named[1]).status == OPEN, item
