@@ -27,7 +27,7 @@ def main() -> None:
                     device_scale_factor=2, viewport={"width": diagram.width, "height": 100}
                 )
                 page.set_content(f'<body style="margin:0">{diagram.svg}</body>')
-                png = page.locator("svg").screenshot(type="png")
+                png = page.locator("svg").screenshot(type="png", omit_background=True)  # transparent
                 diagram.png_path.write_bytes(with_source_digest(png, diagram.svg_digest))
                 print(f"wrote {diagram.png_path.relative_to(Path.cwd())} ({len(png)} bytes)")
                 page.close()

@@ -51,6 +51,13 @@ STEPS = (
 STEP_NUMBERS = tuple(step.number for step in STEPS)
 CHAPTER_TOTAL = sum(step.expected for step in STEPS)  # 1 + 3 + 5 + 2 = 11
 
+# What a practice copy is made of, said once; everything that lists these files reads them here.
+LESSON_FILES = tuple(dict.fromkeys(file.removeprefix("pi_course/") for step in STEPS for file in step.files))
+# The code the lesson calls but does not write; the chapter's test files, in the order check runs them.
+GIVEN_MODULES = ("seam.py", "stream_rules.py", "payload_reading.py")
+SHIPPED_TESTS = (FOCUSED_TEST, BEYOND_TEST, RULES_TEST, COMPARE_TEST)
+START_NOTEBOOK = "notebooks/05-0-overview.ipynb"  # where a learner's JupyterLab opens (Makefile: LAB_START)
+
 
 def step(number: str) -> Step:
     """The step called ``number`` ("5.1" … "5.4"); KeyError for any other."""

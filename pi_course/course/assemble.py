@@ -18,8 +18,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .practice import _write_copy
-from .starters import TEACHING_FILES, reference_sources
+from ..chapter.steps import LESSON_FILES
+from .practice import write_course_tree
+from .starters import reference_sources
 
 TESTS_MODIFIED = "tests-modified"
 MATCHES_REFERENCE = "matches-reference"
@@ -46,7 +47,7 @@ def instructor_copy() -> Iterator[Instructor]:
     with tempfile.TemporaryDirectory(prefix="pi-course-instructor-") as scratch:
         root = Path(scratch) / "course"
         root.mkdir()
-        _write_copy(root)
+        write_course_tree(root)
         yield Instructor(root, reference_sources())
 
 
@@ -85,7 +86,7 @@ def assemble(copy: Path, instructor: Instructor, destination: Path) -> Assembled
     if matches_reference(copy, instructor.reference):
         flags.append(MATCHES_REFERENCE)
         notes.append(
-            f"{MATCHES_REFERENCE}：{'、'.join(TEACHING_FILES)} 与参考实现相同（不计注释、文档字符串和格式）"
+            f"{MATCHES_REFERENCE}：{'、'.join(LESSON_FILES)} 与参考实现相同（不计注释、文档字符串和格式）"
         )
     return Assembled(destination, tuple(flags), tuple(notes), tuple(missing))
 
@@ -130,7 +131,7 @@ def normalized(source: str) -> str | None:
 
 def matches_reference(copy: Path, reference: dict[str, str]) -> bool:
     """Every teaching module of the copy is the reference's, up to comments, docstrings and layout."""
-    for name in TEACHING_FILES:
+    for name in LESSON_FILES:
         mine = copy / "pi_course" / name
         if name not in reference or not mine.is_file():
             return False

@@ -11,9 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import logging
 import os
-import re
 import socket
 import sys
 from collections.abc import Callable, Sequence
@@ -21,10 +19,12 @@ from typing import TypeAlias
 
 from ..chapter.steps import STEP_NUMBERS
 from ..provider import DEFAULT_PORT
+from .chat import before_51, chat, missing_server
 from .exits import EXIT_DONE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE
 from .import_failure import lesson_imported
 from .oserrors import reason as said_reason
 from .parser import ChineseParser
+from .sandbox import CHOICES as SANDBOX_CHOICES
 
 
 class _CourseParser(ChineseParser):
@@ -80,57 +80,6 @@ def _say(line: str) -> None:
     print(line, file=sys.stderr)
 
 
-def _before_51(error: ImportError) -> str | None:
-    """The one line for a practice copy whose ``ToolDefinition`` (practice 5.1) is not there yet."""
-    if "ToolDefinition" not in str(error):
-        return None
-    return (
-        "这个命令要用到 ToolDefinition，而这份 pi_course 还没有它：先完成实践 5.1"
-        "（python -m pi_course check 05 --step 5.1），再运行。"
-    )
-
-
-def _missing_server(error: ModuleNotFoundError) -> str | None:
-    if error.name not in ("uvicorn", "starlette"):
-        return None
-    return (
-        f'本地 provider 需要 {error.name}，但它没有安装：在课程仓库里运行 make lab 或 pip install ".[lab]"。'
-    )
-
-
-_MODEL_NOT_FOUND = re.compile(
-    r"HTTP 404: (?P<message>.*\bmodel\b.*(?:does not exist|not found|not exist|model_not_found).*)$",
-    re.IGNORECASE,
-)
-
-
-def unknown_model_line(error_message: str | None, model: str, base_url: str | None) -> str | None:
-    """One line for an HTTP 404 that says the model does not exist (the local provider's or a real one's)."""
-    found = _MODEL_NOT_FOUND.search(error_message or "")
-    if found is None:
-        return None
-    if base_url:
-        fix = f"换一个这个 provider 有的模型名（--model 或 PI_COURSE_MODEL），base URL 是 {base_url}"
-    else:
-        fix = "用 --model 选一个存在的名字，或者省略 --model（默认 mainline）"
-    return f"chat：模型 {model!r} 不存在（HTTP 404：{found['message'].rstrip('.')}）。{fix}。"
-
-
-class _PrintedRecord(logging.Handler):
-    def emit(self, record: logging.LogRecord) -> None:
-        print(record.getMessage(), flush=True)
-        for line in getattr(getattr(record, "set_aside", None), "shown", list)():  # reasoning's text
-            print(line, flush=True)
-
-
-def _print_reader_log() -> None:
-    """Print the reader's INFO records (pi_course.reading: fields it ignored, with their sizes)."""
-    reader_log = logging.getLogger("pi_course.reading")
-    if not any(isinstance(handler, _PrintedRecord) for handler in reader_log.handlers):
-        reader_log.addHandler(_PrintedRecord(logging.INFO))
-    reader_log.setLevel(logging.INFO)
-
-
 # --- chat -------------------------------------------------------------------------------------------
 
 
@@ -158,62 +107,10 @@ def _run_chat(args: argparse.Namespace) -> int:
     if _lesson_broken():
         return EXIT_FAILED
     try:
-        return asyncio.run(_chat(" ".join(args.prompt), args.model))
+        return asyncio.run(chat(" ".join(args.prompt), args.model))
     except KeyboardInterrupt:
         _say("chat 已中断（Ctrl-C）。")
         return EXIT_INTERRUPTED
-
-
-async def _chat(prompt: str, model_name: str | None) -> int:
-    try:
-        from ..chapter.fixtures import READ_TOOL
-        from ..provider.connect import ConfigurationError, connect, not_found_hint
-        from .describe import describe_event
-    except ImportError as error:
-        _say(_before_51(error) or f"chat 无法导入 pi_course：{error}")
-        return 1
-    from ..protocol import AgentContext, user_message
-
-    try:
-        model = connect(model_name)
-    except ConfigurationError as error:
-        _say(str(error))
-        return EXIT_USAGE
-    except ModuleNotFoundError as error:
-        _say(_missing_server(error) or f"chat 缺少依赖：{error}")
-        return 1
-    context = AgentContext(messages=(user_message(prompt),), tools=(READ_TOOL,))
-    base_url = os.environ.get("PI_COURSE_BASE_URL")
-    _print_reader_log()  # what the reader ignored (reasoning, citations): one line per stream
-    held = None  # `start`, printed with the next event: an unknown model is then one line alone
-    try:
-        async for event in model.stream(context):
-            if event.type == "start" and held is None:
-                held = event
-                continue
-            if event.type == "error":
-                unknown = unknown_model_line(event.error.error_message, model.model, base_url)
-                if unknown is not None:
-                    _say(unknown)
-                    return EXIT_USAGE
-            if held is not None:
-                print(describe_event(held), flush=True)
-                held = None
-            print(describe_event(event), flush=True)
-            if event.type == "error":
-                hint = not_found_hint(event.error.error_message, base_url)
-                if hint:
-                    _say(hint)
-                return 1
-    except NotImplementedError as error:
-        _say(f"chat 还不能运行：{error}。先完成这一步（python -m pi_course check 05），再运行 chat。")
-        return 1
-    except Exception as error:  # the learner's code failed outside the stream's own error handling
-        _say(f"chat 失败：{type(error).__name__}: {error}（python -m pi_course check 05 会指出是哪一步）")
-        return 1
-    finally:
-        await model.transport.aclose()  # type: ignore[attr-defined]
-    return 0
 
 
 # --- serve ------------------------------------------------------------------------------------------
@@ -248,8 +145,8 @@ def _serve(host: str, port: int, api_key: str | None = None) -> int:
     try:
         from ..provider.server import serve as run_server
     except ImportError as error:
-        missing = isinstance(error, ModuleNotFoundError) and _missing_server(error)
-        _say(missing or _before_51(error) or f"serve 无法导入本地 provider：{error}")
+        missing = isinstance(error, ModuleNotFoundError) and missing_server(error)
+        _say(missing or before_51(error) or f"serve 无法导入本地 provider：{error}")
         return 1
     try:
         with socket.create_server((host, port)):
@@ -348,7 +245,7 @@ def _check_command(commands: _Commands) -> None:
     )
     check.add_argument("--rules", action="store_true", help="本章规则表：这份副本每条规则 ✓ / ✗ / 待完成")
     check.add_argument(
-        "--sandbox", choices=("auto", "bwrap", "none"), default="auto",
+        "--sandbox", choices=SANDBOX_CHOICES, default="auto",
         help="和 --path 一起用：副本的代码在哪里运行（默认 auto：装了 bubblewrap 就用它）",
     )  # fmt: skip
     check.add_argument("--assembled", action="store_true", help=argparse.SUPPRESS)  # grade's own call
@@ -430,7 +327,7 @@ def _grade_command(commands: _Commands) -> None:
         help=f"每份副本最多几秒（默认 {DEFAULT_TIMEOUT:g}）",
     )
     grade.add_argument(
-        "--sandbox", choices=("auto", "bwrap", "none"), default="auto",
+        "--sandbox", choices=SANDBOX_CHOICES, default="auto",
         help="auto（默认）：装了 bubblewrap 就用，否则醒目地标出 not-sandboxed；"
         "bwrap：没有它就拒绝评分；none：只清理环境变量、限制时间",
     )  # fmt: skip

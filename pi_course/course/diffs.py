@@ -5,11 +5,12 @@ from __future__ import annotations
 import difflib
 from pathlib import Path
 
+from ..chapter.steps import LESSON_FILES
 from .locate import PACKAGE
-from .starters import TEACHING_FILES, as_practice, make_starter, reference_sources, without_markers
+from .starters import as_practice, make_starter, reference_sources, without_markers
 
 # Files the target diff covers, in the chapter's order; __init__.py carries 5.1's export.
-DIFF_FILES = (*TEACHING_FILES, "__init__.py")
+DIFF_FILES = (*LESSON_FILES, "__init__.py")
 
 
 def target_diff(*, mine: bool = False, package: Path = PACKAGE) -> str:

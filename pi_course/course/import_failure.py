@@ -14,19 +14,13 @@ import traceback
 from pathlib import Path
 from types import FrameType
 
-from pi_course_here import in_a_tab
-
+from .edition import CHECK_COMMAND, IN_A_TAB
 from .plugin_path.pi_course_check.alarm import alarm
 from .pythons import course_python, use_instead
 
 # The pi_course package this module was imported as part of: a copy's own folder, even when this
 # module itself comes from the installed wheel (the browser edition, pi_course_here.CopyFinder).
 PACKAGE = Path(sys.modules[__name__.partition(".")[0]].__file__ or "").resolve().parent
-# How a verdict names the check: the terminal command, or in the browser edition (Pyodide, no
-# terminal) the notebook call. One place, so every line a learner reads names what they can run.
-IN_BROWSER = in_a_tab()
-CHECK_COMMAND = "check()" if IN_BROWSER else "python -m pi_course check 05"
-CHECK_VERBOSE = "check(verbose=True)" if IN_BROWSER else f"{CHECK_COMMAND} -v"
 IMPORT_BOUND = 20.0  # seconds for the command line to import pi_course; it needs about one
 
 # A traceback's location line: Python's (`File "…", line N`) or pytest's short form (`x.py:N: in`).
@@ -47,7 +41,7 @@ def import_failure_line(error: str, where: tuple[str, int] | None = None) -> str
     missing = _NO_MODULE.match(error)
     if missing and missing["name"].split(".")[0] != "pi_course":  # a dependency, not the lesson
         place = f"（{where[0]} 第 {where[1]} 行要用它）" if where else ""
-        if IN_BROWSER:
+        if IN_A_TAB:
             return f"pi_course 无法导入：没有安装 {missing['name']}{place}。"
         fix = use_instead(course_python(PACKAGE.parent), _command_run())
         return f"pi_course 无法导入：这个 Python（{sys.executable}）没有安装 {missing['name']}{place}。{fix}"

@@ -34,21 +34,12 @@ from typing import Any
 
 from pi_course_here import BROWSER_STORAGE, copy_finder_first, copy_without_the_wheel, in_a_tab, in_storage
 
+from ..chapter.steps import SHIPPED_TESTS
+from .process import run_bounded
+
 # Modules a run must import afresh from the tree under test (and drop again afterwards).
-SET_ASIDE = (
-    "pi_course",
-    "conftest",
-    "test_05_provider_adapter",
-    "test_05_beyond",
-    "test_05_rules",
-    "test_05_compare",
-)
+SET_ASIDE = ("pi_course", "conftest", *(name.removesuffix(".py") for name in SHIPPED_TESTS))
 BROWSER_PYCACHE = "/tmp/pi-course-pycache"  # in memory (Pyodide's /tmp); never written: looked up only
-
-
-def in_browser() -> bool:
-    """In a browser tab (:func:`pi_course_here.in_a_tab`): no subprocesses, so ``check`` runs pytest here."""
-    return in_a_tab()
 
 
 def _ours(name: str) -> bool:
@@ -69,14 +60,14 @@ def tree_first(root: Path, env: Mapping[str, str]) -> Iterator[None]:
     # and not the kernel's own folders in the browser's storage (in a tab: a request per import).
     entries = [entry for entry in env.get("PYTHONPATH", "").split(os.pathsep) if entry]
     kernels = [  # "" stays: the run's own folder (it runs there)
-        entry for entry in saved_path if not (in_browser() and entry and in_storage(entry, BROWSER_STORAGE))
+        entry for entry in saved_path if not (in_a_tab() and entry and in_storage(entry, BROWSER_STORAGE))
     ]
     sys.path[:] = [*entries, *([str(root)] if str(root) not in entries else []), *kernels]
     os.environ.clear()
     os.environ.update(env)
     sys.dont_write_bytecode = True  # the learner's tree stays as they wrote it; always compiled anew
     copy_finder_first([str(root / "pi_course")])  # in a tab: the tree's lesson files read once each
-    if in_browser():  # no __pycache__ lookup in the browser's storage: a request to the page per module
+    if in_a_tab():  # no __pycache__ lookup in the browser's storage: a request to the page per module
         sys.pycache_prefix = BROWSER_PYCACHE
     importlib.invalidate_caches()
     try:
@@ -98,13 +89,29 @@ def read_into_memory(root: Path) -> Iterator[Path]:
     """In a browser tab, a tree in the browser's storage as a copy in memory, read file by file
     once: all but its notebooks and what loads from the wheel. Everything a check does afterwards
     (imports, pytest's lookups) then costs no request to the page. Elsewhere: ``root`` itself."""
-    if not in_browser() or BROWSER_STORAGE not in root.parents:
+    if not in_a_tab() or BROWSER_STORAGE not in root.parents:
         yield root
         return
     with tempfile.TemporaryDirectory(prefix="pi-course-check-") as scratch:
         tree = Path(scratch) / root.name
         copy_without_the_wheel(root, tree, leave=("notebooks",))  # tree_first puts its finder first
         yield tree
+
+
+def run_python(
+    command: list[str], root: Path, env: Mapping[str, str], bound: float, *, merged: bool = False
+) -> tuple[int | None, str, str]:
+    """``python -c CODE`` or ``python -m pytest …`` at ``root``: (status, stdout, stderr), ``None``: stopped.
+
+    The one place that chooses how: a process of its own with a time bound, or in a browser tab,
+    which has no processes, in this kernel. ``merged``: stderr is part of stdout.
+    """
+    if not in_a_tab():
+        return run_bounded(command, root, env, bound, merged=merged)
+    if command[1:2] == ["-c"]:
+        return run_code(command[2], root, env)
+    status, output = run_pytest(command, root, env)
+    return status, output, ""
 
 
 def run_code(code: str, root: Path, env: Mapping[str, str]) -> tuple[int, str, str]:
@@ -154,7 +161,7 @@ def await_here(coroutine: Coroutine[Any, Any, object]) -> object:
     except RuntimeError:
         ok, value = asyncio.run(_outcome(coroutine))
     else:
-        if not in_browser():
+        if not in_a_tab():
             coroutine.close()
             raise RuntimeError("only in a browser (Pyodide) can a test be awaited on a running loop")
         from pyodide.ffi import run_sync  # type: ignore[import-not-found]

@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Literal
 
 from ..chapter.notebooks import fit_first_box
-from ..chapter.steps import BEYOND_TEST, CHAPTER_TOTAL, COMPARE_TEST, FOCUSED_TEST, RULES_TEST, STEPS
+from ..chapter.steps import CHAPTER_TOTAL, FOCUSED_TEST, SHIPPED_TESTS, START_NOTEBOOK, STEPS
 from ..provider.corpus import load_index
 from .classroom import classroom_workflow
-from .import_failure import IN_BROWSER
+from .edition import IN_A_TAB
 from .locate import PACKAGE, copies_below, course_root, find_course_tree, is_practice_copy, named
 from .oserrors import reason as said_reason
 from .points import DEFAULT_POINTS, Points
@@ -122,7 +122,7 @@ def destination_problem(target: Path) -> str | None:
 def python_problem() -> str | None:
     """Why the running Python cannot go on with the copy it would make (no [lab]), and which one can."""
     missing = missing_packages()
-    if not missing or IN_BROWSER:
+    if not missing or IN_A_TAB:
         return None
     command = " ".join(["-m pi_course", *sys.argv[1:]])
     return (
@@ -161,6 +161,25 @@ def _cannot_create(target: Path, error: OSError) -> str:
 
 
 def _write_copy(root: Path, points: Points | None = None) -> None:
+    """A learner's copy: the course tree, clean notebooks, LEARNING.md and the classroom workflow."""
+    write_course_tree(root)
+    (root / "notebooks").mkdir()
+    for notebook in sorted(_course_file("notebooks").glob("05-*.ipynb")):
+        (root / "notebooks" / notebook.name).write_text(_without_outputs(notebook), encoding="utf-8")
+    (root / "LEARNING.md").write_text(learning_md(), encoding="utf-8")
+    workflows = root / ".github" / "workflows"
+    workflows.mkdir(parents=True)
+    workflow = classroom_workflow(points or DEFAULT_POINTS, _course_file("tests", FOCUSED_TEST))
+    (workflows / "classroom.yml").write_text(workflow, encoding="utf-8")
+    if not IN_A_TAB:
+        record(root)  # the Python that made it: named when another one is used in the copy
+
+
+def write_course_tree(root: Path) -> None:
+    """What check runs on: the package with its starters and target, the chapter's test files.
+
+    A learner's copy adds notebooks and guides to it; ``grade`` assembles a copy's lesson files into it.
+    """
     package = root / "pi_course"
     starters = starter_sources()
     for name, path in package_files():
@@ -177,20 +196,10 @@ def _write_copy(root: Path, points: Points | None = None) -> None:
         (shipped / name).write_text(text, encoding="utf-8")
     (shipped / "README.md").write_text(TARGET_WARNING + TARGET_README, encoding="utf-8")
     (root / "tests").mkdir()
-    for name in (FOCUSED_TEST, "conftest.py", BEYOND_TEST, RULES_TEST, COMPARE_TEST):
-        if name in (BEYOND_TEST, RULES_TEST, COMPARE_TEST) and not _has_course_file("tests", name):
+    for name in ("conftest.py", *SHIPPED_TESTS):
+        if name != FOCUSED_TEST and name != "conftest.py" and not _has_course_file("tests", name):
             continue  # an older install without these checks: check says it skipped them
         shutil.copyfile(_course_file("tests", name), root / "tests" / name)
-    (root / "notebooks").mkdir()
-    for notebook in sorted(_course_file("notebooks").glob("05-*.ipynb")):
-        (root / "notebooks" / notebook.name).write_text(_without_outputs(notebook), encoding="utf-8")
-    (root / "LEARNING.md").write_text(learning_md(), encoding="utf-8")
-    workflows = root / ".github" / "workflows"
-    workflows.mkdir(parents=True)
-    workflow = classroom_workflow(points or DEFAULT_POINTS, _course_file("tests", FOCUSED_TEST))
-    (workflows / "classroom.yml").write_text(workflow, encoding="utf-8")
-    if not IN_BROWSER:
-        record(root)  # the Python that made it: named when another one is used in the copy
 
 
 def _has_course_file(*parts: str) -> bool:
@@ -212,7 +221,7 @@ def _without_outputs(notebook: Path) -> str:
 
 
 # The server's root is the copy (pi_course/ beside notebooks/); the URL it prints and opens is 05-0.
-LAB_START = "/lab/tree/notebooks/05-0-overview.ipynb"
+LAB_START = f"/lab/tree/{START_NOTEBOOK}"
 LAB_ARGUMENTS = f"lab --LabApp.default_url={LAB_START}"
 
 
@@ -258,7 +267,7 @@ def learning_md(edition: Edition | None = None, python: Path | None = None) -> s
     python = Path(sys.executable).absolute() if python is None else python
     activate = python.parent / "activate"
     if edition is None:
-        edition = "browser" if IN_BROWSER else "terminal"
+        edition = "browser" if IN_A_TAB else "terminal"
     template = (PACKAGE / "course" / "templates" / "LEARNING.md").read_text(encoding="utf-8")
     rows = [
         f"| {step.number} {step.label} | `{step.notebook}` | {'、'.join(f'`{name}`' for name in step.files)} "

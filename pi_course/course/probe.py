@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from . import inkernel
-from .import_failure import CHECK_COMMAND, IMPORT_BOUND, import_failure_from_text
-from .process import run_bounded
+from .edition import CHECK_COMMAND
+from .import_failure import IMPORT_BOUND, import_failure_from_text
 from .report import Report
 
 ANSWER_VARIABLE = "PI_COURSE_PROBE_ANSWER"  # the file the probe writes its answer to (JSON)
@@ -36,18 +36,14 @@ with open(answer, "w", encoding="utf-8") as file:
 """
 
 
-def probe(root: Path, env: Mapping[str, str]) -> Report | None:
+def import_probe(root: Path, env: Mapping[str, str]) -> Report | None:
     """Import the tree's ``pi_course`` alone: a red light before any test runs, else ``None``."""
     with tempfile.TemporaryDirectory() as scratch:
         answer = Path(scratch) / "answer.json"
         env = {**env, ANSWER_VARIABLE: str(answer)}
-        if inkernel.in_browser():  # no subprocesses in a browser: the probe runs in the kernel
-            status, stdout, stderr = inkernel.run_code(PROBE, root, env)
-        else:
-            ran, stdout, stderr = run_bounded([sys.executable, "-c", PROBE], root, env, IMPORT_BOUND)
-            if ran is None:
-                return Report({}, _stuck_line(), import_error=True, timed_out=True, output=stdout + stderr)
-            status = ran
+        status, stdout, stderr = inkernel.run_python([sys.executable, "-c", PROBE], root, env, IMPORT_BOUND)
+        if status is None:
+            return Report({}, _stuck_line(), import_error=True, timed_out=True, output=stdout + stderr)
         said = answer.read_text(encoding="utf-8") if answer.is_file() else None
     return verdict(status, said, stdout, stderr, root)
 

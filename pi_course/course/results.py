@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..chapter.steps import BEYOND_TEST, COMPARE_TEST, FOCUSED_TEST, RULES_TEST, STEPS, Step
-from .import_failure import CHECK_VERBOSE
+from .edition import CHECK_VERBOSE
 from .plugin_path.pi_course_check.contract import Fact, read_progress_line, step_of_test
 from .report import BeyondCheck, Detail, Report, step_of
 
@@ -85,11 +85,6 @@ def read_cases(junit: Path) -> list[Case]:
         text = (problems[0].text or problems[0].get("message") or "") if problems else None
         cases.append(Case(_file_of(module), case.get("name", ""), not problems, text, properties))
     return cases
-
-
-def read_junit(junit: Path, steps: tuple[Step, ...] = STEPS, *, with_beyond: bool = False) -> Report:
-    """A finished pytest run's junit XML (with the plugin's facts) as a :class:`Report`."""
-    return report_of(read_cases(junit), steps, with_beyond=with_beyond)
 
 
 def report_of(cases: list[Case], steps: tuple[Step, ...] = STEPS, *, with_beyond: bool = False) -> Report:

@@ -19,7 +19,6 @@ from pathlib import Path
 from ..chapter.steps import STEPS
 from .locate import PACKAGE
 
-TEACHING_FILES = ("protocol.py", "outbound.py", "adapter.py", "sse.py", "transport.py")
 _BEGIN = re.compile(
     r"^(?P<indent>\s*)# BEGIN LAB (?P<step>\d\.\d)(?P<remove> REMOVE)?(?: \(starter: (?P<starter>.*)\))?$"
 )

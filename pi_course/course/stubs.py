@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-LESSON_MODULES = ("protocol.py", "outbound.py", "adapter.py", "sse.py", "transport.py")
+from ..chapter.steps import LESSON_FILES
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ def defined_functions(root: Path) -> dict[str, frozenset[str]]:
     and the learner's design has none of that name, it says so instead of sending them looking.
     """
     found: dict[str, frozenset[str]] = {}
-    for name in LESSON_MODULES:
+    for name in LESSON_FILES:
         try:
             tree = ast.parse((root / "pi_course" / name).read_text(encoding="utf-8"))
         except (OSError, SyntaxError, ValueError):
@@ -85,10 +85,10 @@ def defined_functions(root: Path) -> dict[str, frozenset[str]]:
     return found
 
 
-def unfinished(root: Path) -> tuple[Unfinished, ...]:
+def unfinished_functions(root: Path) -> tuple[Unfinished, ...]:
     """The stubs and left-over yields in the copy's lesson modules (files that do not parse: none)."""
     found: list[Unfinished] = []
-    for name in LESSON_MODULES:
+    for name in LESSON_FILES:
         path = root / "pi_course" / name
         try:
             tree = ast.parse(path.read_text(encoding="utf-8"))

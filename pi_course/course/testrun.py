@@ -32,7 +32,8 @@ from pathlib import Path
 
 from ..chapter.steps import BEYOND_TEST, FOCUSED_TEST, STEPS, Step
 from . import inkernel, stepcache
-from .import_failure import CHECK_VERBOSE, ERROR_LINE, blames_the_package, import_failure_from_text
+from .edition import CHECK_VERBOSE
+from .import_failure import ERROR_LINE, blames_the_package, import_failure_from_text
 from .locate import beyond_test_file, compare_test_file, course_root, focused_test_file, rules_test_file
 from .plugin_path.pi_course_check.contract import (
     PLUGIN,
@@ -43,11 +44,10 @@ from .plugin_path.pi_course_check.contract import (
     Fact,
     step_selection,
 )
-from .probe import probe
-from .process import run_bounded
+from .probe import import_probe
 from .report import Report
 from .results import STEP_KEYWORDS, Case, collection_error, read_cases, read_progress, report_of
-from .stubs import defined_functions, unfinished
+from .stubs import defined_functions, unfinished_functions
 
 PLUGIN_PATH = Path(__file__).resolve().parent / "plugin_path"  # first on the test process's sys.path
 RUN_TIMEOUT = 90.0  # seconds for each process (the import probe, pytest), whatever happens inside it
@@ -58,6 +58,9 @@ def _environment(root: Path, progress: Path | None = None) -> dict[str, str]:
     # The plugin's folder holds nothing else, so the tree under test cannot shadow it.
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PLUGIN_PATH), str(root), env.get("PYTHONPATH")]))
     env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
+    # Only the plugins the chapter's tests use (-p below): an installed plugin's package is otherwise
+    # re-rewritten for pytest's assertions at every run (no bytecode is written), half a second.
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     env.setdefault(TIMEOUT_VARIABLE, f"{TEST_TIMEOUT:g}")
     if progress is not None:
         env[PROGRESS_VARIABLE] = str(progress)
@@ -66,14 +69,6 @@ def _environment(root: Path, progress: Path | None = None) -> dict[str, str]:
     for variable in ("FORCE_COLOR", "PY_COLORS", "CLICOLOR_FORCE", "CI", "BUILD_NUMBER"):
         env.pop(variable, None)
     return env
-
-
-def _run(command: list[str], root: Path, env: dict[str, str]) -> tuple[int | None, str]:
-    """Run pytest with a bound on the whole process (``None``: stopped); on Ctrl-C stop it, re-raise."""
-    if inkernel.in_browser():  # no subprocesses in a browser: pytest runs in the kernel
-        return inkernel.run_pytest(command, root, env)
-    status, output, _ = run_bounded(command, root, env, RUN_TIMEOUT, merged=True)
-    return status, output
 
 
 def run_tests(
@@ -106,7 +101,7 @@ def _run_tests_in(
     tests: Path | None,
     cache: Path | None,
 ) -> Report:
-    red = probe(root, _environment(root))
+    red = import_probe(root, _environment(root))
     if red is not None:
         return red
     test_file = focused_test_file(tests or root)
@@ -157,7 +152,7 @@ def _run_tests_in(
         beyond_note=beyond_note,
         stopped=stopped,
         output=output,
-        unfinished=unfinished(root),
+        unfinished=unfinished_functions(root),
         rule_checks=report.rule_checks if rules_file is not None else None,
         outcomes=report.outcomes,
         compared=report.compared,
@@ -181,13 +176,11 @@ def _pytest(
         env[STEPS_VARIABLE] = step_selection(STEP_KEYWORDS, [step.number for step in steps])
         command = [
             sys.executable, "-m", "pytest", *map(str, files),
-            "-vv" if verbose else "-q", "-p", PLUGIN, "-p", "no:cacheprovider",
-            # The focused tests need neither; importing nbval's and hypothesis' plugins costs seconds.
-            "-p", "no:nbval", "-p", "no:hypothesispytest",
+            "-vv" if verbose else "-q", "-p", PLUGIN, "-p", "anyio", "-p", "no:cacheprovider",
             "--rootdir", str(rootdir), "-o", "addopts=", "--color=no", "--code-highlight=no",
             f"--junitxml={junit}",
         ]  # fmt: skip
-        returncode, output = _run(command, root, env)
+        returncode, output, _ = inkernel.run_python(command, root, env, RUN_TIMEOUT, merged=True)
         if returncode is None or not junit.exists():
             return read_progress(
                 progress, steps, output, returncode, bound=RUN_TIMEOUT, with_beyond=with_beyond

@@ -20,7 +20,7 @@ from .starters import reference_sources
 
 TWIN = "pi_course._reference_twin"
 SHARED = ("protocol", "seam", "stream_rules", "payload_reading")  # given code: one copy for both
-LESSON = ("outbound", "sse", "adapter", "transport")  # in import order: adapter needs outbound
+TWINNED = ("outbound", "sse", "adapter", "transport")  # the lesson modules a twin holds, in import order
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ def reference_twin(edits: tuple[Edit, ...] = ()) -> Twin:
     """
     package_name = TWIN if not edits else f"{TWIN}_{_digest(edits)}"
     loaded = sys.modules.get(package_name)
-    if loaded is not None and all(f"{package_name}.{name}" in sys.modules for name in LESSON):
+    if loaded is not None and all(f"{package_name}.{name}" in sys.modules for name in TWINNED):
         return _twin_of(loaded)
     sources = edited(reference_sources(), edits)
     package = ModuleType(package_name, "The chapter's reference lesson modules (pi_course.course.twin).")
@@ -52,7 +52,7 @@ def reference_twin(edits: tuple[Edit, ...] = ()) -> Twin:
         shared = importlib.import_module(f"pi_course.{name}")
         sys.modules[f"{package_name}.{name}"] = shared
         setattr(package, name, shared)
-    for name in LESSON:
+    for name in TWINNED:
         module = ModuleType(f"{package_name}.{name}")
         module.__package__ = package_name
         module.__file__ = f"<reference pi_course/{name}.py>"

@@ -16,7 +16,7 @@ import tempfile
 import zipfile
 from pathlib import Path, PurePosixPath
 
-from ..course.import_failure import IN_BROWSER
+from ..course.edition import IN_A_TAB
 from ..course.locate import find_course_tree, is_practice_copy
 from ..course.practice import create_practice
 
@@ -84,7 +84,7 @@ def reset(file: str | Path, *, start: str | Path | None = None) -> None:
     target.write_text(text, encoding="utf-8")
     if before == text:
         print(f"{relative} 本来就是起点版本，没有改动。")
-    elif IN_BROWSER:
+    elif IN_A_TAB:
         _reload_open_editor(target, relative)
     else:
         print(
@@ -143,7 +143,7 @@ def download_copy(*, start: str | Path | None = None) -> Path | None:
     root = copy_root(start)
     data, count = zip_copy(root)
     name = f"{root.name}-05.zip"
-    if not IN_BROWSER:
+    if not IN_A_TAB:
         target = root.parent / name
         target.write_bytes(data)
         print(f"已打包 {count} 个文件：{target}（{len(data) / 1024:.0f} KB）")

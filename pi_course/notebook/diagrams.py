@@ -6,9 +6,9 @@ JupyterLab renders neither inline SVG in HTML nor ``image/svg+xml`` from an untr
 and a text picture for any other frontend. The SVG goes in only when no PNG is shipped: where
 trusted, JupyterLab prefers it, draws it as an ``<img>`` of its full width with no ``max-width``,
 and cuts the overview's right edge off in a narrow output area; the PNG scales down. The SVG is
-a standalone image: its colours are fixed (dark on a white card), readable in the light and the
-dark theme alike. Each PNG records the SHA-256 of the SVG it was drawn from, so a
-test can tell when it is stale.
+a standalone image with no background: dark text on light boxes, the rest (arrows, labels) in
+mid tones legible on the light and the dark theme alike. Each PNG records the SHA-256 of the
+SVG it was drawn from, so a test can tell when it is stale.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ SOURCE_KEY = b"pi-course-svg-sha256"  # the PNG text chunk naming the SVG it was
 _FONT = "font-family:var(--jp-ui-font-family, sans-serif)"
 _MONO = "font-family:var(--jp-code-font-family, monospace)"
 _TEXT = "fill:var(--jp-ui-font-color1, #1f1f1f)"
-_MUTED = "fill:var(--jp-ui-font-color2, #555)"
+_MUTED = "fill:var(--jp-ui-font-color2, #808080)"
 _BOX = "fill:var(--jp-layout-color2, #f2f2f2);stroke:var(--jp-border-color1, #999);stroke-width:1.5"
 _OUT = "var(--jp-brand-color1, #1976d2)"
 _BACK = "var(--jp-warn-color1, #e65100)"
@@ -103,9 +103,8 @@ def _svg(width: int, height: int, title: str, body: list[str]) -> str:
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title)}" '
         f'style="max-width:100%;height:auto"><defs>{markers}</defs>'
-        # A background of the theme's colour; white where a viewer strips styles (dark text stays legible).
-        f'<rect width="{width}" height="{height}" fill="#ffffff" '
-        'style="fill:var(--jp-layout-color0, #ffffff)"/>'
+        # No background: the output area's own shows through (no white block in a dark theme);
+        # dark text sits on the light boxes, the rest is a mid tone legible on white and on black.
         f"{''.join(body)}</svg>"
     )
 
@@ -144,7 +143,7 @@ def _arrow(
         weight = ";font-weight:bold" if text.startswith("05-") else ""
         parts.append(
             f'<text x="{(x1 + x2) / 2}" y="{(y1 + y2) / 2 + offset}" text-anchor="middle" '
-            f'fill="#555" style="{_MUTED};{_FONT};font-size:12px{weight}">{escape(text)}</text>'
+            f'fill="#808080" style="{_MUTED};{_FONT};font-size:12px{weight}">{escape(text)}</text>'
         )
     return "".join(parts)
 
@@ -177,7 +176,7 @@ def overview() -> Diagram:
         _arrow(xs[3], bottom + bh / 2, xs[2] + bw, bottom + bh / 2, "back", "05-3\n分帧+检查", below=True),
         _arrow(xs[2], bottom + bh / 2, xs[1] + bw, bottom + bh / 2, "back", "05-2\nadapter", below=True),
         _arrow(xs[1], bottom + bh / 2, xs[0] + bw, bottom + bh / 2, "back", "累积", below=True),
-        f'<text x="450" y="{(top + bh + bottom) / 2 + 5}" text-anchor="middle" fill="#555" '
+        f'<text x="450" y="{(top + bh + bottom) / 2 + 5}" text-anchor="middle" fill="#808080" '
         f'style="{_MUTED};{_FONT};font-size:13px">'
         "transport：HTTP、SSE、外部 JSON　｜　adapter：只读 ProviderChunk</text>",
     ]
@@ -208,7 +207,7 @@ def _reads(x: float, middle: float) -> str:
     parts = []
     for number, data in _READS:
         parts.append(
-            f'<text x="{x}" y="{middle + 5}" fill="#555" style="{_MUTED};{_FONT};font-size:13px">'
+            f'<text x="{x}" y="{middle + 5}" fill="#808080" style="{_MUTED};{_FONT};font-size:13px">'
             f"read #{number}</text>"
         )
         x += 60
@@ -221,7 +220,7 @@ def _reads(x: float, middle: float) -> str:
         )
         x += width + 28
     parts.append(
-        f'<text x="{x}" y="{middle + 5}" fill="#555" style="{_MUTED};{_FONT};font-size:13px">'
+        f'<text x="{x}" y="{middle + 5}" fill="#808080" style="{_MUTED};{_FONT};font-size:13px">'
         f"{escape(_READS_NOTE)}</text>"
     )
     return "".join(parts)
@@ -248,14 +247,17 @@ def sse_layers() -> Diagram:
         if number == 0:  # the reads, each boxed: the cut between them is the point
             body.append(_reads(40 + bw, y + bh / 2))
         else:
+            width = 8 * len(example) + 24  # a light box under the dark monospace text, as the reads have
             body.append(
-                f'<text x="{40 + bw}" y="{y + bh / 2 + 5}" fill="#1f1f1f" '
+                f'<rect x="{40 + bw}" y="{y + bh / 2 - 15}" width="{width}" height="30" rx="4" '
+                f'fill="#f2f2f2" style="{_BOX}"/>'
+                f'<text x="{52 + bw}" y="{y + bh / 2 + 5}" fill="#1f1f1f" '
                 f'style="{_TEXT};{_MONO};font-size:13px">{escape(example)}</text>'
             )
         if number < len(steps):
             body.append(_arrow(20 + bw / 2, y + bh, 20 + bw / 2, y + bh + gap, "back"))
             body.append(
-                f'<text x="{30 + bw / 2}" y="{y + bh + gap / 2 + 5}" fill="#555" '
+                f'<text x="{30 + bw / 2}" y="{y + bh + gap / 2 + 5}" fill="#808080" '
                 f'style="{_MUTED};{_FONT};font-size:13px">'
                 f"{escape(steps[number])}</text>"
             )

@@ -30,7 +30,10 @@ from typing import Any
 
 from pi_course_here import compiled_source
 
-LESSON = ("protocol", "outbound", "adapter", "sse", "transport", "seam", "stream_rules", "payload_reading")
+from ..chapter.steps import GIVEN_MODULES, LESSON_FILES
+
+# The modules a cell uses: the lesson's and the given ones.
+LESSON = tuple(name.removesuffix(".py") for name in (*LESSON_FILES, *GIVEN_MODULES))
 RESTART = (
     "重启内核：{why}，这种改动自动重新加载（autoreload）接不上。"
     "菜单 Kernel → Restart Kernel…，再从第一格运行。"

@@ -129,6 +129,10 @@ class PredictionNeeded(SaidInOneLine):
 
 
 ASK = "先把 ... 换成你的预测，再运行这一格（参考答案在下面折叠的「对照答案」里）。"
+ASK_ABOVE = (
+    "先在上面那一格写下你的预测（把 my_… = ... 里的 ... 换掉）并运行它，再运行这一格："
+    "这一格的输出就是答案，写下预测之后才显示。"
+)
 ASK_QUESTION = (
     "先写下你对上面问题的预测（把 my_… = ... 里的 ... 换掉），再运行："
     "这一格的输出就是答案，写下预测之后才显示。"
@@ -160,9 +164,11 @@ def predict(*predictions: object) -> None:
     if not practice_copy():
         return
     if any(unwritten(prediction) for prediction in predictions):
+        here = re.search(r"^\s*\w+ = \.\.\.", _session.source, re.MULTILINE) or not _session.source
+        ask = ASK_QUESTION if here else ASK_ABOVE  # the prediction may sit in the cell above
         if _session.handler:
-            raise PredictionNeeded(ASK_QUESTION)
-        print(ASK_QUESTION)
+            raise PredictionNeeded(ask)
+        print(ask)
         return
     _say_predictions(predictions, _this_cell())
 

@@ -51,7 +51,7 @@ class Drop:
     """Break the connection here, in the middle of the response body."""
 
 
-Step = dict[str, Any] | Pause | Drop
+ScriptStep = dict[str, Any] | Pause | Drop
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ class HTTPFailure:
         return JSONResponse({"error": error}, status_code=self.status)
 
 
-Reply = list[Step] | HTTPFailure
+Reply = list[ScriptStep] | HTTPFailure
 MessageList = Sequence[dict[str, Any]]
 
 
@@ -91,7 +91,7 @@ def text(content: str) -> dict[str, Any]:
 
 def slow(messages: MessageList) -> Reply:
     """Five text deltas 50 ms apart, to watch events arrive one by one."""
-    steps: list[Step] = []
+    steps: list[ScriptStep] = []
     for piece in ("一", "二", "三", "四", "五"):
         steps += [text(piece), Pause(0.05)]
     return [*steps, choice_payload({}, "stop"), usage_payload(5, 5)]
@@ -188,7 +188,7 @@ def _with_envelope(payload: dict[str, Any], model: str) -> dict[str, Any]:
     }
 
 
-async def _sse_body(steps: Sequence[Step], model: str, include_usage: bool) -> AsyncIterator[bytes]:
+async def _sse_body(steps: Sequence[ScriptStep], model: str, include_usage: bool) -> AsyncIterator[bytes]:
     for step in steps:
         if isinstance(step, Pause):
             await asyncio.sleep(step.seconds)
@@ -200,7 +200,7 @@ async def _sse_body(steps: Sequence[Step], model: str, include_usage: bool) -> A
     yield b"data: [DONE]\n\n"
 
 
-def _completion(steps: Sequence[Step], model: str) -> dict[str, Any]:
+def _completion(steps: Sequence[ScriptStep], model: str) -> dict[str, Any]:
     """Fold a script into one non-streaming chat completion; a fault stays the fault.
 
     Content that is not a string is sent as it is (``fault-invalid-chunk``), and a script without

@@ -800,6 +800,37 @@ def test_the_kernel_boot_is_shown_and_a_run_all_clicked_during_it_is_not_lost(
         close(page)
 
 
+def test_run_all_from_the_run_menu_while_the_kernel_boots_runs_every_cell(
+    site: Site, browser: Browser
+) -> None:
+    """The Run menu's items, greyed out by JupyterLab while there is no kernel, stay enabled during
+    the boot: Run All chosen there a few seconds after opening the book's 05-2 runs all its cells."""
+    page = browser.new_page()
+    try:
+        page.goto(site.url("notebooks/05-2-state-machine.ipynb"))
+        page.wait_for_function(  # the notebook is open, with no kernel yet (nor, often, made current)
+            "() => window.jupyterapp && window.piCourseRevert && [...window.jupyterapp.shell.widgets('main')]"
+            ".some(panel => panel.sessionContext && !panel.sessionContext.session)",
+            timeout=90_000,
+        )
+        page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+        item = page.locator(".lm-Menu-item[data-command='runmenu:run-all']")
+        enabled = "lm-mod-disabled" not in (item.get_attribute("class") or "")
+        assert page.evaluate(KERNEL_STATUS) in ("none", "unknown"), (
+            "the kernel came up before the menu opened"
+        )
+        assert enabled, "Run All is greyed out while the kernel boots: a click on it would be lost"
+        item.click()
+        page.wait_for_function(
+            f"() => {{ const counts = ({EXECUTED})(); return counts.length > 0 && counts.every(n => n !== null); }}",
+            timeout=240_000,
+        )
+        counts = page.evaluate(EXECUTED)
+        assert counts == list(range(1, len(counts) + 1)), counts  # every cell, once, in order
+    finally:
+        close(page)
+
+
 OPEN_EDITOR = """async (path) => {
   const app = window.jupyterapp, notebook = app.shell.currentWidget;
   const editor = await app.commands.execute('docmanager:open', {path, factory: 'Editor', mode: 'split-right'});

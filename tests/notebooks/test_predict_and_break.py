@@ -273,3 +273,18 @@ def test_a_markdown_output_is_kept_as_the_table_it_renders() -> None:
         and "<td>2</td>" in kept["text/html"]
     )
     assert "<table>" in lesson.expected_bundle([kept])["text/html"]
+
+
+def test_a_prediction_asked_for_in_a_later_cell_points_to_the_cell_above(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import pi_course
+
+    monkeypatch.setattr(pi_course, "EDITION", "practice")
+    monkeypatch.setattr(lesson._session, "handler", False)
+    monkeypatch.setattr(lesson._session, "source", "predict(my_message)  # 上面写下的预测\nprint(1)")
+    lesson.predict(...)
+    assert capsys.readouterr().out.strip() == lesson.ASK_ABOVE
+    monkeypatch.setattr(lesson._session, "source", "my_message = ...\npredict(my_message)")
+    lesson.predict(...)
+    assert capsys.readouterr().out.strip() == lesson.ASK_QUESTION

@@ -40,7 +40,7 @@ def written(copy: Path, edits: tuple[Edit, ...]) -> None:
 
 def checked(copy: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     """``check 05``'s verdict on ``copy``, run in this process (the browser edition's runner)."""
-    monkeypatch.setattr(inkernel, "in_browser", lambda: True)
+    monkeypatch.setattr(inkernel, "in_a_tab", lambda: True)
     return judge(testrun.run_tests(STEPS, copy, beyond=True)).line
 
 

@@ -31,7 +31,7 @@ from pi_course.course.judgement import judge
 from pi_course.course.plugin_path.pi_course_check.contract import PLUGIN, TIMEOUT_VARIABLE
 from pi_course.course.practice import create_practice
 from pi_course.course.report import BeyondCheck, Detail, Report
-from pi_course.course.results import read_junit
+from pi_course.course.results import read_cases, report_of
 from pi_course.course.rulestate import rule_results
 from pi_course.course.testrun import run_tests
 
@@ -524,7 +524,7 @@ def test_a_loop_in_feed_is_not_blamed_on_the_abort_race(completed: Path, tmp_pat
     )  # fmt: skip
     # The first test stuck in a loop that never awaits stops the session: the other four never ran.
     assert len(list(ET.parse(junit).getroot().iter("testcase"))) == 1
-    report = read_junit(junit, (step("5.3"),))
+    report = report_of(read_cases(junit), (step("5.3"),))
     [(name, _)] = report.failures
     detail = report.details[name]
     assert detail.never_awaits and detail.where and detail.where.startswith("pi_course/sse.py:")
@@ -706,7 +706,9 @@ STUB_5_3 = "Lab 5.3 SSE 与 unknown 边界 尚未实现"
 
 
 def test_a_fresh_copy_lists_every_stub_with_its_step(tmp_path: Path) -> None:
-    found = stubs.unfinished(create_practice(tmp_path / "lab"))  # what `practice 05` makes, in this process
+    found = stubs.unfinished_functions(
+        create_practice(tmp_path / "lab")
+    )  # what `practice 05` makes, in this process
     assert {item.kind for item in found} == {"stub"}
     names = {(item.file, item.function) for item in found}
     assert ("pi_course/sse.py", "_finish_reason") in names
@@ -732,7 +734,7 @@ def test_written_code_that_kept_the_stubs_yield_is_found(tmp_path: Path) -> None
         encoding="utf-8",
     )
     (tmp_path / "pi_course" / "sse.py").write_text("def broken(:\n", encoding="utf-8")  # skipped
-    found = stubs.unfinished(tmp_path)
+    found = stubs.unfinished_functions(tmp_path)
     assert [(item.kind, item.function) for item in found] == [
         ("left-over yield", "T._reads"),
         ("stub", "T.stream"),

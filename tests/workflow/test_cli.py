@@ -19,7 +19,8 @@ import pytest
 
 from pi_course.course import cli as cli_module
 from pi_course.course import practice as practice_module
-from pi_course.course.cli import main, unknown_model_line
+from pi_course.course.chat import unknown_model_line
+from pi_course.course.cli import main
 from pi_course.course.diffs import target_diff
 from pi_course.course.locate import check_target
 from pi_course.course.practice import create_practice
@@ -290,7 +291,7 @@ def test_a_prompt_of_several_words_is_one_prompt(monkeypatch: pytest.MonkeyPatch
         prompts.append((prompt, model))
         return 0
 
-    monkeypatch.setattr(cli_module, "_chat", fake_chat)
+    monkeypatch.setattr(cli_module, "chat", fake_chat)
     assert main(["chat", "读取", "README.md"]) == 0
     assert main(["chat", "--model", "slow", "数到", "五"]) == 0
     assert prompts == [("读取 README.md", None), ("数到 五", "slow")]

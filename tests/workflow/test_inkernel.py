@@ -1,7 +1,7 @@
 """``check`` run inside the interpreter (the browser edition's runner), on CPython.
 
 In Pyodide ``check`` cannot start a subprocess: ``pi_course.course.inkernel`` runs the probe and
-pytest in the kernel. Here that path is forced (``in_browser`` patched) and compared with the
+pytest in the kernel. Here that path is forced (``in_a_tab`` patched) and compared with the
 subprocess runner on the same trees: the same lines, the same verdict, for the reference, a fresh
 practice copy (the first red light), a learner's solution, and typical mistakes (one caught by the
 asyncio time bound). Afterwards the kernel's own modules, ``sys.path`` and environment are back.
@@ -45,7 +45,7 @@ def both_ways(
     results = []
     for browser in (False, True):
         with monkeypatch.context() as patch:
-            patch.setattr(inkernel, "in_browser", lambda browser=browser: browser)
+            patch.setattr(inkernel, "in_a_tab", lambda browser=browser: browser)
             if browser:
                 patch.setattr(subprocess, "Popen", refuse)
                 patch.setattr(subprocess, "run", refuse)
@@ -132,7 +132,7 @@ def test_the_kernels_own_modules_path_and_environment_are_put_back(
 
     modules = tree_modules()
     path, environ = list(sys.path), dict(os.environ)
-    monkeypatch.setattr(inkernel, "in_browser", lambda: True)
+    monkeypatch.setattr(inkernel, "in_a_tab", lambda: True)
     check_module.check("5.1", path=starter)
     assert "第一次红灯" in capsys.readouterr().out
     assert tree_modules() == modules  # the same module objects: the run's own are gone
@@ -176,7 +176,7 @@ def test_in_a_browser_tab_the_tooling_loads_from_the_wheel_and_the_verdict_stays
         "print(a.__file__, type(a.__spec__.loader).__name__)\nprint(c.__file__)"
     )
     with monkeypatch.context() as patch:
-        patch.setattr(inkernel, "in_browser", lambda: True)
+        patch.setattr(inkernel, "in_a_tab", lambda: True)
         patch.setattr(subprocess, "Popen", refuse)
         patch.setattr(sysconfig, "get_paths", lambda *args, **kwargs: {"purelib": str(ROOT)})
         patch.setattr(sys, "platform", "emscripten")

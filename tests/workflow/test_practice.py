@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from pi_course.course.starters import TEACHING_FILES, make_starter, starter_sources
+from pi_course.chapter.steps import LESSON_FILES
+from pi_course.course.starters import make_starter, starter_sources
 
 ROOT = Path(__file__).parents[2]
 PACKAGE = ROOT / "pi_course"
@@ -160,7 +161,7 @@ def test_fresh_copy_shows_the_first_red_light_then_turns_green_step_by_step(prac
         "  ✗ test_fetch_transport_redacts_the_key_from_an_underlying_error",
     ]
 
-    copy_reference(practice, TEACHING_FILES)
+    copy_reference(practice, LESSON_FILES)
     green = cli("check", "05", "--course-only", cwd=practice)
     assert green.returncode == 0 and green.stdout.splitlines()[-2:] == [
         "第 05 章聚焦测试：11/11",

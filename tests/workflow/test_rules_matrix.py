@@ -241,7 +241,7 @@ def dan(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def checked(copy: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     """``check 05``'s verdict on ``copy``, run in this process (the browser edition's runner)."""
-    monkeypatch.setattr(inkernel, "in_browser", lambda: True)
+    monkeypatch.setattr(inkernel, "in_a_tab", lambda: True)
     return judge(testrun.run_tests(STEPS, copy, beyond=True)).line
 
 

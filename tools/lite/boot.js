@@ -2,7 +2,8 @@
 //
 // * While a notebook's Python kernel boots (Pyodide and the course's packages: 5-15 s the first
 //   time), a box says so and counts the seconds; a run clicked meanwhile (Run All, Shift+Enter, the
-//   toolbar's ▶) waits in a queue and runs, in order, once the kernel is idle, instead of being lost.
+//   toolbar's ▶, the Run menu, whose items JupyterLab would grey out until there is a kernel) waits
+//   in a queue and runs, in order, once the kernel is idle, instead of being lost.
 // * reset() in the kernel calls window.piCourseRevert(path): an editor open on that file reloads it
 //   (no stale tab whose save would undo the reset).
 // * A file opened from the answer key (pi_course/course/target-05/) says in its toolbar: 先别看.
@@ -42,7 +43,7 @@
   }
 
   function tick(app) {
-    const panel = app.shell.currentWidget;
+    const panel = notebookOf(app);
     const waiting = [];
     for (const item of queued.splice(0)) {
       if (READY.has(status(item[0]))) {
@@ -63,10 +64,31 @@
     }
   }
 
+  // The notebook a run is for: the current widget, or, before the shell has made one current (the
+  // first seconds of a fresh tab), the notebook open in the main area.
+  function notebookOf(app) {
+    const current = app.shell.currentWidget;
+    if (isNotebook(current)) {
+      return current;
+    }
+    const open = [...app.shell.widgets("main")].filter(isNotebook);
+    return open.length ? open[open.length - 1] : current;
+  }
+
+  function booting(panel) {
+    return isNotebook(panel) && !READY.has(status(panel)) && status(panel) !== "dead";
+  }
+
   function queueRuns(app) {
+    // While there is no kernel yet, JupyterLab greys out the Run menu's items: a click on one
+    // would do nothing at all. They stay enabled while the kernel boots, so the click is queued.
+    const isEnabled = app.commands.isEnabled.bind(app.commands);
+    app.commands.isEnabled = function (id, args) {
+      return isEnabled(id, args) || (RUNS.test(id) && booting(notebookOf(app)));
+    };
     const execute = app.commands.execute.bind(app.commands);
     app.commands.execute = function (id, args) {
-      const panel = app.shell.currentWidget;
+      const panel = notebookOf(app);
       if (!RUNS.test(id) || !isNotebook(panel) || READY.has(status(panel))) {
         return execute(id, args);
       }

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..starters import TEACHING_FILES
+from ...chapter.steps import LESSON_FILES
 
 THRESHOLD = 0.9  # the share of each side's tokens found in the other
 NOISE_K, GUARANTEE_T = 25, 30  # copydetect's defaults: k-grams of 25 tokens, matches of 30 always found
@@ -32,7 +32,7 @@ class Pair:
 def lesson_code(tree: Path) -> str:
     """A copy's teaching modules as one text, each headed by its file name (missing files are empty)."""
     parts = []
-    for name in TEACHING_FILES:
+    for name in LESSON_FILES:
         path = tree / "pi_course" / name
         try:
             text = path.read_text(encoding="utf-8") if path.is_file() and not path.is_symlink() else ""
