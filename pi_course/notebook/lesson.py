@@ -386,22 +386,37 @@ def find_expected(
     return list(stored) if stored else None
 
 
-def _step_line(step: str, cascade: bool) -> str:
+def _step_line(step: str) -> str:
+    return f"{_stub_lead(step)}。"
+
+
+def _stub_lead(step: str) -> str:
     practice = _steps.step(step)
-    label, files = practice.label, "、".join(practice.files)
-    if cascade:
-        return f"需要先完成实践 {step}（{label}）：前面的格子因此没有算出结果，这一格用到了它们。"
-    return f"需要先完成实践 {step}（{label}）：{files} 里还是占位实现。"
+    return f"需要先完成实践 {step}（{practice.label}）：{'、'.join(practice.files)} 里还是占位实现"
+
+
+def _lead(problem: stages.Problem) -> str:
+    """The step a cell needs and why, without the sentence's end (see :func:`_cascade_line`)."""
+    label = _steps.step(problem.step).label if problem.step in _steps.STEP_NUMBERS else ""
+    if problem.kind == "missing" and stages.STUB.search(problem.why):
+        return _stub_lead(problem.step)
+    if problem.kind == "missing":
+        return f"需要先完成实践 {problem.step}（{label}）：{problem.why}"
+    return f"实践 {problem.step}（{label}）的代码还有问题：{problem.why}"
 
 
 def _problem_line(problem: stages.Problem) -> str:
     """One line naming the step a cell needs and why it cannot run as the prose says."""
-    label = _steps.step(problem.step).label if problem.step in _steps.STEP_NUMBERS else ""
-    if problem.kind == "missing" and stages.STUB.search(problem.why):
-        return _step_line(problem.step, cascade=False)
-    if problem.kind == "missing":
-        return f"需要先完成实践 {problem.step}（{label}）：{problem.why}。"
-    return f"实践 {problem.step}（{label}）的代码还有问题：{problem.why}。这一格用到了它。"
+    if problem.kind == "broken":
+        return f"{_lead(problem)}。这一格用到了它。"
+    return f"{_lead(problem)}。"
+
+
+def _cascade_line(lead: str, error: BaseException) -> str:
+    """A name or key an earlier cell would have made: the step that stopped that cell is the cause."""
+    name = getattr(error, "name", None) if isinstance(error, NameError) else None
+    made = f"定义 {name} 的那一格" if isinstance(name, str) and name else "算出这一格要用的结果的那一格"
+    return f"{lead}；上面{made}也是因此停下的。"
 
 
 def expected_bundle(expected: Sequence[Mapping[str, str]] | None) -> dict[str, str]:
@@ -438,6 +453,7 @@ class _Session:
     source: str = ""
     cell_id: str | None = None  # the running cell's notebook id, when the frontend says it
     missing: list[str] = field(default_factory=list)  # steps this kernel has met, in order
+    causes: dict[str, str] = field(default_factory=dict)  # step -> what stopped a cell, said
     handled: bool = False
     run: int = 0  # cells run since begin() (0: not in IPython)
     asked: int = -1  # the run in which reveal() last asked for a prediction
@@ -461,6 +477,7 @@ def begin() -> None:
         shell.run_line_magic("load_ext", "IPython.extensions.autoreload")
     shell.run_line_magic("autoreload", "2")
     _session.missing.clear()
+    _session.causes.clear()
     for name, hook in (("pre_run_cell", _before), ("post_run_cell", _after)):
         for registered in list(shell.events.callbacks[name]):
             if getattr(registered, "__name__", "") == hook.__name__ and registered.__module__ == __name__:
@@ -581,15 +598,20 @@ def _handler(
         return None
     if step is None:
         step = _session.missing[0]
-    elif step not in _session.missing:
+        lead = _session.causes.get(step) or _stub_lead(step)
+        _show(_cascade_line(lead, value), _session.source, shell)
+        return None
+    if step not in _session.missing:
         _session.missing.append(step)
-    _show(_step_line(step, cascade), _session.source, shell)
+        _session.causes[step] = _stub_lead(step)
+    _show(_step_line(step), _session.source, shell)
     return None
 
 
 def _show_problem(problem: stages.Problem, source: str, shell: Any = None) -> None:
     if problem.step not in _session.missing:
         _session.missing.append(problem.step)
+        _session.causes[problem.step] = _lead(problem)
     _show(_problem_line(problem), source, shell)
 
 
