@@ -173,11 +173,15 @@ def predict(*predictions: object) -> None:
     _say_predictions(predictions, _this_cell())
 
 
-def _say_predictions(predictions: Sequence[object], cell: Mapping[str, Any]) -> None:
-    """The learner's predictions, then a verdict for each one the cell stores an answer to."""
+def _say_predictions(predictions: Sequence[object], cell: Mapping[str, Any], below: bool = True) -> None:
+    """The learner's predictions, then a verdict for each one the cell stores an answer to.
+
+    ``below``: the cell goes on to show the answer (not so where only the learner's own run can).
+    """
     _session.judged = _session.run
     shown = predictions[0] if len(predictions) == 1 else tuple(predictions)
-    print(f"你的预测：{shown!r}（答案在下面，和上面折叠的「看答案」对照）")
+    where = "答案在下面" if below else "这一格的答案要等上面说的那一步完成、再运行才算得出来"
+    print(f"你的预测：{shown!r}（{where}，和上面折叠的「看答案」对照）")
     answers = cell.get("metadata", {}).get(METADATA_KEY, {}).get("answers") or []
     for number, (prediction, answer) in enumerate(zip(predictions, answers, strict=False), 1):
         if answer:
@@ -220,7 +224,8 @@ def judge(prediction: object, answer: Mapping[str, Any], number: int | None = No
 
     ``answer`` holds ``value`` (what the reference prints) and ``why``; optionally ``accept``
     (other ways to say it), ``synonyms`` (a word → the answer's word, for the items of a set)
-    and ``contains`` (a free sentence is right when it holds this).
+    and ``contains`` (a free sentence is right when it holds this; a list: any one of these,
+    each a string or a list of strings the sentence holds all of).
     """
     value = answer["value"]
     synonyms = {_plain(key): _plain(word) for key, word in answer.get("synonyms", {}).items()}
@@ -234,7 +239,13 @@ def judge(prediction: object, answer: Mapping[str, Any], number: int | None = No
         items = prediction if isinstance(prediction, set | frozenset | list | tuple) else [prediction]
         right = {said(item) for item in items} == {said(item) for item in value}
     elif "contains" in answer:
-        right = str(_plain(str(answer["contains"]))) in str(_plain(str(prediction)))
+        sentence = str(_plain(str(prediction)))
+        wanted = answer["contains"]
+        ways = [wanted] if isinstance(wanted, str) else wanted
+        right = any(
+            all(str(_plain(part)) in sentence for part in ([way] if isinstance(way, str) else way))
+            for way in ways
+        )
     elif isinstance(value, bool):  # 0 == False: a bool answer takes a bool, or one of its words
         words = [item for item in accepted if isinstance(item, str)] + [str(value).casefold()]
         right = prediction is value or (isinstance(prediction, str) and said(prediction) in words)
@@ -246,7 +257,8 @@ def judge(prediction: object, answer: Mapping[str, Any], number: int | None = No
     why = answer.get("why", "")
     if right:
         return f"✓ {which}对了：{why}" if why else f"✓ {which}对了。"
-    return f"✗ {which}不对：你写的是 {prediction!r}，答案是 {value!r}。{why}"
+    shown = set(value) if isinstance(value, list) else value  # a list answer is compared as a set
+    return f"✗ {which}不对：你写的是 {prediction!r}，答案是 {shown!r}。{why}"
 
 
 def reveal(prediction: object, actual: object) -> None:
@@ -419,8 +431,11 @@ def _cascade_line(lead: str, error: BaseException) -> str:
     return f"{lead}；上面{made}也是因此停下的。"
 
 
-def expected_bundle(expected: Sequence[Mapping[str, str]] | None) -> dict[str, str]:
-    """预期输出 as a display bundle: plain text for any frontend, a labelled box for JupyterLab."""
+def expected_bundle(expected: Sequence[Mapping[str, str]] | None, note: str | None = None) -> dict[str, str]:
+    """预期输出 as a display bundle: plain text for any frontend, a labelled box for JupyterLab.
+
+    ``note`` says what the output is of, where that is not the cell as the learner has it (an exercise).
+    """
     if not expected:
         note = "（这一格改动过，找不到参考实现的输出。）"
         return {"text/plain": f"预期输出：{note}", "text/html": f"<p><b>预期输出</b>{html.escape(note)}</p>"}
@@ -442,7 +457,11 @@ def expected_bundle(expected: Sequence[Mapping[str, str]] | None) -> dict[str, s
         # a long table (05-7's 42 recordings) scrolls inside the box: the cells after it stay in reach
         f'<div style="max-height:32em;overflow:auto">{"".join(parts)}</div></div>'
     )
-    return {"text/plain": "预期输出：\n" + plain, "text/html": box}
+    said = f"（{note}）" if note else ""
+    box = box.replace(
+        "预期输出（参考实现的真实输出）</div>", f"预期输出（参考实现的真实输出）{html.escape(said)}</div>"
+    )
+    return {"text/plain": f"预期输出{said}：\n" + plain, "text/html": box}
 
 
 # --- the IPython side ----------------------------------------------------------------------------
@@ -698,10 +717,10 @@ def _show(line: str, source: str, shell: Any = None) -> None:
     ours = cell.get("metadata", {}).get(METADATA_KEY, {})
     predicted = _predicted(source, shell.user_ns) if shell is not None and kind == "written" else None
     if predicted is not None and _session.judged != _session.run:  # it stopped before predict()
-        _say_predictions(predicted, cell)
+        _say_predictions(predicted, cell, below=ours.get("show_expected", True) is not False)
     if ours.get("show_expected", True) is False:  # the book's output would speak of the book, not the copy
         print(OWN_CODE_ONLY)
         _session.handled = True
         return
-    display(expected_bundle(ours.get("expected")), raw=True)
+    display(expected_bundle(ours.get("expected"), ours.get("expected_note")), raw=True)
     _session.handled = True

@@ -265,7 +265,9 @@ def test_a_markdown_output_is_kept_as_the_table_it_renders() -> None:
     import mistune
 
     render = mistune.create_markdown(escape=False, plugins=["table"])
-    assert lesson.expected_outputs(outputs) == [{"text/plain": "| a | b |\n|---|---|\n| 1 | 2 |"}]  # no renderer
+    assert lesson.expected_outputs(outputs) == [
+        {"text/plain": "| a | b |\n|---|---|\n| 1 | 2 |"}
+    ]  # no renderer
     [kept] = lesson.expected_outputs(outputs, lambda text: str(render(text)))
     assert (
         kept["text/plain"].startswith("| a | b |")
@@ -288,3 +290,57 @@ def test_a_prediction_asked_for_in_a_later_cell_points_to_the_cell_above(
     monkeypatch.setattr(lesson._session, "source", "my_message = ...\npredict(my_message)")
     lesson.predict(...)
     assert capsys.readouterr().out.strip() == lesson.ASK_QUESTION
+
+
+def _answers_of(cell_id: str) -> list[dict]:
+    [(_name, cell)] = [(n, c) for n, c in ANSWERED if c["id"] == cell_id]
+    return list(cell["metadata"]["pi_course"]["answers"])
+
+
+def test_a_right_answer_in_the_learners_own_words_is_right() -> None:
+    """05-3 asks in Chinese what the error says: its meaning in Chinese is right, as are the library's words."""
+    [error] = _answers_of("05-3-10")
+    for said in ("content 不是字符串", "choices[0].delta.content must be a string", "Content 必须是 string"):
+        assert lesson.judge(said, error).startswith("✓"), said
+    for said in ("choices 不是数组", "content 是数字", "must be an integer"):
+        assert lesson.judge(said, error).startswith("✗"), said
+    _arguments, left = _answers_of("05-2-16")
+    assert lesson.judge("还剩已经收到的文本 partial", left).startswith("✓")
+    assert lesson.judge("什么也不剩", left).startswith("✗")
+
+
+def test_a_set_answer_is_shown_as_the_set_the_cell_asks_for() -> None:
+    [places] = _answers_of("05-4-04")
+    verdict = lesson.judge({"请求体"}, places)
+    assert verdict.startswith("✗") and "答案是 {'请求头'}" in verdict, verdict
+    assert lesson.judge({"Authorization 头"}, places).startswith("✓")
+
+
+def test_context_has_its_own_prediction_judged() -> None:
+    _message, context = _answers_of("05-4-10")
+    assert context["value"] is None
+    for said in (None, "None", "没有"):
+        assert lesson.judge(said, context).startswith("✓"), said
+    assert lesson.judge("httpx.ConnectError", context).startswith("✗")
+
+
+def test_an_exercises_expected_output_says_it_is_the_unedited_cells() -> None:
+    [(_name, cell)] = [(n, c) for n, c in _code_cells() if c["id"] == "05-1-15"]
+    ours = cell["metadata"]["pi_course"]
+    bundle = lesson.expected_bundle(ours["expected"], ours["expected_note"])
+    assert (
+        bundle["text/plain"].startswith("预期输出（这是参考实现跑没改过的这一格")
+        and '"parameters": {}' in bundle["text/plain"]
+    )
+    assert "没改过的这一格" in bundle["text/html"]
+    assert lesson.expected_bundle(ours["expected"])["text/plain"].startswith("预期输出：\n")
+
+
+def test_a_prediction_whose_answer_cannot_show_yet_promises_none_below(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    lesson._say_predictions(["error"], {}, below=False)
+    said = capsys.readouterr().out
+    assert "答案在下面" not in said and "那一步完成" in said
+    lesson._say_predictions(["error"], {})
+    assert "答案在下面" in capsys.readouterr().out
