@@ -261,6 +261,15 @@ def judge(prediction: object, answer: Mapping[str, Any], number: int | None = No
     return f"✗ {which}不对：你写的是 {prediction!r}，答案是 {shown!r}。{why}"
 
 
+def verdict(prediction: object, actual: object, why: str = "") -> None:
+    """✓ or ✗ for a prediction whose answer only the learner's own run knows (05-5's broken adapter).
+
+    Nothing while the prediction is unwritten: :func:`predict` has already asked for it.
+    """
+    if not unwritten(prediction):
+        print(judge(prediction, {"value": actual, "why": why}))
+
+
 def reveal(prediction: object, actual: object) -> None:
     """An exercise's answer only after the learner wrote a prediction (``...`` means not yet).
 
@@ -305,10 +314,15 @@ def expected_outputs(
             if "text/markdown" in data:
                 item["text/plain"] = _joined(data["text/markdown"])
                 if markdown is not None and "text/html" not in item:
-                    item["text/html"] = markdown(item["text/plain"])
+                    item["text/html"] = _left_aligned(markdown(item["text/plain"]))
             if item:
                 kept.append(item)
     return kept
+
+
+def _left_aligned(rendered: str) -> str:
+    """Table cells as JupyterLab's Markdown shows them: its HTML outputs right-align every cell."""
+    return re.sub(r"<(t[hd])>", r'<\1 style="text-align:left">', rendered)
 
 
 def _joined(value: str | list[str]) -> str:

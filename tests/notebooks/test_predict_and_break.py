@@ -272,7 +272,8 @@ def test_a_markdown_output_is_kept_as_the_table_it_renders() -> None:
     assert (
         kept["text/plain"].startswith("| a | b |")
         and "<table>" in kept["text/html"]
-        and "<td>2</td>" in kept["text/html"]
+        and '<td style="text-align:left">2</td>'
+        in kept["text/html"]  # as JupyterLab shows Markdown, not right
     )
     assert "<table>" in lesson.expected_bundle([kept])["text/html"]
 
@@ -344,3 +345,31 @@ def test_a_prediction_whose_answer_cannot_show_yet_promises_none_below(
     assert "答案在下面" not in said and "那一步完成" in said
     lesson._say_predictions(["error"], {})
     assert "答案在下面" in capsys.readouterr().out
+
+
+def test_a_prediction_only_the_learners_run_can_answer_is_judged_by_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    lesson.verdict(..., "error")
+    assert capsys.readouterr().out == ""  # unwritten: predict() has asked already
+    lesson.verdict(4, "error", "这是这一次改坏以后真正发出的")
+    lesson.verdict('"error"', "error")
+    said = capsys.readouterr().out.splitlines()
+    assert said[0] == "✗ 预测不对：你写的是 4，答案是 'error'。这是这一次改坏以后真正发出的" and said[
+        1
+    ].startswith("✓")
+
+
+async def test_the_first_tool_slot_of_a_run_is_its_first_toolcall_delta_or_error() -> None:
+    from pi_course import FinishChunk, OpenAICompatibleModel, TextChunk, fixed_transport
+    from pi_course.chapter.fixtures import mainline_context
+    from pi_course.notebook.breakrun import Run
+
+    async def run(chunks: list) -> Run:
+        model = OpenAICompatibleModel(provider="f", model="f", transport=fixed_transport(chunks))
+        return Run("t", [event async for event in model.stream(mainline_context())])
+
+    [right] = (await as_it_is(DIAGNOSTIC_4_2_CHUNKS)).runs
+    assert right.first_tool_slot == 0
+    assert (await run([TextChunk("x"), ConnectionResetError("reset")])).first_tool_slot == "error"
+    assert (await run([TextChunk("x"), FinishChunk("stop")])).first_tool_slot is None
