@@ -373,3 +373,20 @@ async def test_the_first_tool_slot_of_a_run_is_its_first_toolcall_delta_or_error
     assert right.first_tool_slot == 0
     assert (await run([TextChunk("x"), ConnectionResetError("reset")])).first_tool_slot == "error"
     assert (await run([TextChunk("x"), FinishChunk("stop")])).first_tool_slot is None
+
+
+def test_every_question_a_cell_asks_is_judged() -> None:
+    """Each ``my_… = ...`` a question's cell asks for gets ✓/✗: a stored answer per prediction, or,
+    where only the learner's own run knows it (05-5), ``verdict()`` against that run. (Exercises
+    judge with ``reveal()``, against what the cell computes.)"""
+    unjudged = []
+    for name, cell in _code_cells():
+        source = "".join(cell["source"])
+        asked = re.findall(r"^(my_\w+) = \.\.\.", source, re.M)
+        if not asked or "reveal(" in source:
+            continue
+        answers = cell["metadata"].get("pi_course", {}).get("answers") or []
+        stored = len(answers) == len(asked) and all(answers)
+        if not stored and not all(f"verdict({mine}" in source for mine in asked):
+            unjudged.append(f"{name} {cell['id']}: {asked}")
+    assert not unjudged, unjudged
