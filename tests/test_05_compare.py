@@ -740,8 +740,23 @@ def compare_public_names() -> None:
                 f"都能导入：{missing}",
                 f"导入不了 {missing}",
             )
+        if module == "pi_course":  # the package's exports: the starter's docstring names __all__ as the list
+            unlisted = [name for name in expected if name not in getattr(learner, "__all__", ())]
+            if unlisted:
+                differ(
+                    "pi_course/__init__.py 的 __all__",
+                    "pi_course.__all__（from pi_course import * 得到的名字）",
+                    f"列出 {unlisted}",
+                    f"没有列出 {unlisted}",
+                    note=f"本章：{EXPORTED}",
+                    hint="pi_course/__init__.py：把新的公开名字加进 __all__（导出它）",
+                )
 
 
+EXPORTED = (
+    "「第一次红灯： build 会先报告 types.ts 没有导出 ToolDefinition」；"
+    "pi_course/__init__.py 的说明：The names in ``__all__`` are importable from here"
+)
 FROZEN_SENTENCE = "pi_course/protocol.py 的说明：Everything is a frozen dataclass holding tuples."
 
 

@@ -367,7 +367,7 @@ POINTS: tuple[Point, ...] = (
         "结束原因与尾随 usage 合成一个 finish chunk",
         FIXED,
         "遇到 [DONE] 或输入结束，再合成唯一的 finish chunk。",
-        "chunk 逐个比较；usage 逐字段合并（API.md 与 LEARNING.md 的规则表）；没有 usage 与全 0 的 usage 相同",
+        "chunk 逐个比较；usage 逐字段合并（LEARNING.md 的规则表）；没有 usage 与全 0 的 usage 相同",
     ),
     # --- 5.3 / 5.4 the HTTP transport ----------------------------------------------------------------
     Point(
