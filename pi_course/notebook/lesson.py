@@ -219,6 +219,13 @@ def _plain(value: object) -> object:
     return value
 
 
+#: A yes/no question answered in words, the same in every notebook (「不会」 to 「会……吗？」).
+YES_NO = {
+    True: ("true", "yes", "是", "是的", "会", "能", "对", "可以", "有"),
+    False: ("false", "no", "否", "不", "不是", "不会", "不能", "不对", "不可以", "没有", "不同", "不一样"),
+}
+
+
 def judge(prediction: object, answer: Mapping[str, Any], number: int | None = None) -> str:
     """✓ or ✗ for one prediction, with the answer's one-line why.
 
@@ -247,7 +254,7 @@ def judge(prediction: object, answer: Mapping[str, Any], number: int | None = No
             for way in ways
         )
     elif isinstance(value, bool):  # 0 == False: a bool answer takes a bool, or one of its words
-        words = [item for item in accepted if isinstance(item, str)] + [str(value).casefold()]
+        words = [item for item in accepted if isinstance(item, str)] + list(YES_NO[value])
         right = prediction is value or (isinstance(prediction, str) and said(prediction) in words)
     else:
         right = not isinstance(prediction, bool) and (

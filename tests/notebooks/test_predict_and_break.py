@@ -390,3 +390,22 @@ def test_every_question_a_cell_asks_is_judged() -> None:
         if not stored and not all(f"verdict({mine}" in source for mine in asked):
             unjudged.append(f"{name} {cell['id']}: {asked}")
     assert not unjudged, unjudged
+
+
+def test_a_yes_or_no_is_judged_the_same_in_every_notebook() -> None:
+    """05-0 and 05-1 ask 是……吗／会……吗 as 05-2 and 05-3 do: the same words count everywhere."""
+    for cell_id in ("05-0-10p", "05-1-02p", "05-2-05", "05-3-08"):
+        no = [answer for answer in _answers_of(cell_id) if answer["value"] is False]
+        assert no, cell_id
+        for said in (False, "不会", "不是", "否", "No", "不能"):
+            assert lesson.judge(said, no[0]).startswith("✓"), (cell_id, said)
+        for said in (True, "会", "是", 0):
+            assert lesson.judge(said, no[0]).startswith("✗"), (cell_id, said)
+
+
+def test_no_key_said_any_way_is_right() -> None:
+    [tools] = _answers_of("05-1-11")
+    for said in ("根本没有", "没有 tools 键", "不写", "没有这个键"):
+        assert lesson.judge(said, tools).startswith("✓"), said
+    for said in ("空数组", "null", "[]"):
+        assert lesson.judge(said, tools).startswith("✗"), said
