@@ -800,33 +800,75 @@ def test_the_kernel_boot_is_shown_and_a_run_all_clicked_during_it_is_not_lost(
         close(page)
 
 
+# Run All chosen from the Run menu, as a learner's mouse does it (the menu bar's label pressed, the
+# item hovered and released), at the first moment `ready` holds, all in one task of the page so the
+# app cannot change between looking at the item and choosing it. It also collects every cell the
+# kernel is asked to run (its execute_input messages): stored execution counts cannot pass for a run.
+CHOOSE_RUN_ALL = """(moment) => new Promise((resolve) => {
+  const app = window.jupyterapp;
+  const notebooks = () => [...app.shell.widgets('main')].filter(widget => widget.sessionContext);
+  window.piCourseInputs = [];
+  const watch = setInterval(() => {
+    if (!notebooks().length) return;
+    clearInterval(watch);
+    notebooks()[0].sessionContext.iopubMessage.connect((_, message) => {
+      if (message.header.msg_type === 'execute_input') window.piCourseInputs.push(message.content.execution_count);
+    });
+  }, 5);
+  const ready = {
+    'before-the-notebook-opens': () => true,
+    'while-the-kernel-boots': () => notebooks().some(panel => !panel.sessionContext.session),
+  }[moment];
+  const press = (node, types) => {
+    const box = node.getBoundingClientRect();
+    const at = {bubbles: true, cancelable: true, button: 0, clientX: box.left + box.width / 2, clientY: box.top + box.height / 2};
+    for (const type of types) node.dispatchEvent(new (type.startsWith('pointer') ? PointerEvent : MouseEvent)(type, at));
+  };
+  const tick = setInterval(() => {
+    const label = [...document.querySelectorAll('.lm-MenuBar-itemLabel')].find(node => node.textContent === 'Run');
+    if (!label || !window.piCourseRevert || !ready()) return;
+    clearInterval(tick);
+    const panel = notebooks()[0];
+    const kernel = panel && panel.sessionContext.session && panel.sessionContext.session.kernel;
+    const seen = {notebooks: notebooks().length, kernel: kernel ? kernel.status : 'none'};
+    press(label, ['pointerdown', 'mousedown']);
+    const item = document.querySelector(".lm-Menu-item[data-command='runmenu:run-all']");
+    seen.enabled = Boolean(item) && !item.classList.contains('lm-mod-disabled');
+    if (item) press(item, ['pointermove', 'mousemove', 'pointerup', 'mouseup']);
+    seen.menuClosed = !document.querySelector(".lm-Menu-item[data-command='runmenu:run-all']");
+    resolve(seen);
+  }, 5);
+})"""
+CODE_CELLS = """() => [...[...window.jupyterapp.shell.widgets('main')].find(widget => widget.sessionContext)
+  .content.model.cells].filter(cell => cell.type === 'code').length"""
+
+
+@pytest.mark.parametrize("moment", ["before-the-notebook-opens", "while-the-kernel-boots"])
 def test_run_all_from_the_run_menu_while_the_kernel_boots_runs_every_cell(
-    site: Site, browser: Browser
+    site: Site, browser: Browser, moment: str
 ) -> None:
-    """The Run menu's items, greyed out by JupyterLab while there is no kernel, stay enabled during
-    the boot: Run All chosen there a few seconds after opening the book's 05-2 runs all its cells."""
+    """Run All chosen from the Run menu of a fresh tab the moment the menu bar is there (the book's
+    05-2 not open yet: seconds on a busy machine), or once the notebook is open and its kernel boots.
+    JupyterLab greys the item out then; it stays enabled, and the kernel runs every code cell, once,
+    in order."""
     page = browser.new_page()
     try:
         page.goto(site.url("notebooks/05-2-state-machine.ipynb"))
-        page.wait_for_function(  # the notebook is open, with no kernel yet (nor, often, made current)
-            "() => window.jupyterapp && window.piCourseRevert && [...window.jupyterapp.shell.widgets('main')]"
-            ".some(panel => panel.sessionContext && !panel.sessionContext.session)",
-            timeout=90_000,
-        )
-        page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
-        item = page.locator(".lm-Menu-item[data-command='runmenu:run-all']")
-        enabled = "lm-mod-disabled" not in (item.get_attribute("class") or "")
-        assert page.evaluate(KERNEL_STATUS) in ("none", "unknown"), (
-            "the kernel came up before the menu opened"
-        )
-        assert enabled, "Run All is greyed out while the kernel boots: a click on it would be lost"
-        item.click()
+        page.wait_for_function("() => window.jupyterapp", timeout=90_000)
+        seen = page.evaluate(CHOOSE_RUN_ALL, moment)
+        if moment == "before-the-notebook-opens":
+            assert seen["notebooks"] == 0, f"the notebook opened before the menu bar did: {seen}"
+        assert seen["kernel"] in ("none", "unknown"), f"the kernel came up before the menu opened: {seen}"
+        assert seen["enabled"], f"Run All is greyed out {moment}: a click on it would be lost ({seen})"
+        assert seen["menuClosed"], f"the menu stayed open: Run All was not chosen ({seen})"
         page.wait_for_function(
-            f"() => {{ const counts = ({EXECUTED})(); return counts.length > 0 && counts.every(n => n !== null); }}",
+            f"() => window.piCourseInputs.length > 0 && window.piCourseInputs.length >= ({CODE_CELLS})()"
+            f" && ({KERNEL_STATUS})() === 'idle'",
             timeout=240_000,
         )
-        counts = page.evaluate(EXECUTED)
-        assert counts == list(range(1, len(counts) + 1)), counts  # every cell, once, in order
+        inputs = page.evaluate("() => window.piCourseInputs")
+        assert inputs == list(range(1, page.evaluate(CODE_CELLS) + 1)), inputs  # every cell, once, in order
+        page.wait_for_function(f"() => ({BOOT_BOX})() === null", timeout=10_000)
     finally:
         close(page)
 

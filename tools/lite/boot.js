@@ -3,7 +3,8 @@
 // * While a notebook's Python kernel boots (Pyodide and the course's packages: 5-15 s the first
 //   time), a box says so and counts the seconds; a run clicked meanwhile (Run All, Shift+Enter, the
 //   toolbar's ▶, the Run menu, whose items JupyterLab would grey out until there is a kernel) waits
-//   in a queue and runs, in order, once the kernel is idle, instead of being lost.
+//   in a queue and runs, in order, once the kernel is idle, instead of being lost. So does a run
+//   chosen before the notebook the address names (?path=….ipynb) has even opened.
 // * reset() in the kernel calls window.piCourseRevert(path): an editor open on that file reloads it
 //   (no stale tab whose save would undo the reset).
 // * A file opened from the answer key (pi_course/course/target-05/) says in its toolbar: 先别看.
@@ -13,7 +14,9 @@
   const RUNS = /^(notebook:run-|runmenu:run)/; // every way to run cells; restarts are left alone
   const TARGET = /(^|\/)pi_course\/course\/target-05\//;
   const READY = new Set(["idle", "busy"]);
-  const queued = []; // [panel, run] in the order they were clicked
+  const queued = []; // [panel, run] in the order they were clicked; panel null: the one opening
+  const OPEN_WAIT_MS = 120000; // how long a run waits for the address's notebook to open
+  let opening = addressedNotebook(); // that notebook's path, until it is open (or never will be)
   let box = null;
   let bootStarted = null;
 
@@ -42,12 +45,25 @@
     box.hidden = !text;
   }
 
+  function addressedNotebook() {
+    const path = new URLSearchParams(window.location.search).get("path");
+    return path && path.endsWith(".ipynb") ? path : null;
+  }
+
   function tick(app) {
     const panel = notebookOf(app);
+    if (opening && isNotebook(panel) && panel.context.path === opening) {
+      opening = null;
+    }
     const waiting = [];
     for (const item of queued.splice(0)) {
+      item[0] = item[0] || (isNotebook(panel) ? panel : null);
+      if (!item[0] && !opening) {
+        item[1](null); // the notebook never opened: nothing to run it in
+        continue;
+      }
       if (READY.has(status(item[0]))) {
-        item[1]();
+        item[1](item[0]);
       } else {
         waiting.push(item);
       }
@@ -58,6 +74,8 @@
       const seconds = Math.round((Date.now() - bootStarted) / 1000);
       const runs = queued.length ? `；已排队 ${queued.length} 个运行，内核就绪后依次执行` : "；这期间点的运行会排队，不会丢";
       say(`Python 内核启动中（Pyodide 和课程的包；第一次要 5–15 秒）… ${seconds} 秒${runs}`);
+    } else if (opening && queued.length) {
+      say(`笔记本打开中……已排队 ${queued.length} 个运行，内核就绪后依次执行`);
     } else {
       bootStarted = null;
       say(queued.length ? `已排队 ${queued.length} 个运行：等它们的笔记本的内核就绪` : "");
@@ -75,29 +93,38 @@
     return open.length ? open[open.length - 1] : current;
   }
 
+  // A run chosen now would be lost: the notebook's kernel is booting, or the notebook is not open yet.
   function booting(panel) {
-    return isNotebook(panel) && !READY.has(status(panel)) && status(panel) !== "dead";
+    if (!isNotebook(panel)) {
+      return Boolean(opening);
+    }
+    return !READY.has(status(panel)) && status(panel) !== "dead";
   }
 
   function queueRuns(app) {
-    // While there is no kernel yet, JupyterLab greys out the Run menu's items: a click on one
-    // would do nothing at all. They stay enabled while the kernel boots, so the click is queued.
+    // While there is no notebook or no kernel yet, JupyterLab greys out the Run menu's items: a
+    // click on one would do nothing at all. They stay enabled until then, so the click is queued.
     const isEnabled = app.commands.isEnabled.bind(app.commands);
     app.commands.isEnabled = function (id, args) {
       return isEnabled(id, args) || (RUNS.test(id) && booting(notebookOf(app)));
     };
     const execute = app.commands.execute.bind(app.commands);
     app.commands.execute = function (id, args) {
-      const panel = notebookOf(app);
-      if (!RUNS.test(id) || !isNotebook(panel) || READY.has(status(panel))) {
+      const current = notebookOf(app);
+      const panel = isNotebook(current) ? current : null;
+      if (!RUNS.test(id) || !booting(current)) {
         return execute(id, args);
       }
       return new Promise((resolve, reject) => {
         queued.push([
           panel,
-          () => {
-            if (app.shell.currentWidget !== panel) {
-              app.shell.activateById(panel.id);
+          (notebook) => {
+            if (!notebook) {
+              resolve(undefined);
+              return;
+            }
+            if (app.shell.currentWidget !== notebook) {
+              app.shell.activateById(notebook.id);
             }
             execute(id, args).then(resolve, reject);
           },
@@ -153,6 +180,9 @@
       }
     });
     setInterval(() => tick(app), 250);
+    setTimeout(() => {
+      opening = null;
+    }, OPEN_WAIT_MS);
   }
 
   const wait = setInterval(() => {
