@@ -48,7 +48,11 @@ class _Secret:
         return self._value
 
     def redact(self, message: str) -> str:
-        """Lab 5.4: Replace every occurrence of the key in ``message`` with ``[redacted]``."""
+        """Lab 5.4: Replace every occurrence of the key in ``message`` with ``[redacted]``.
+
+        An empty key is no key (``connect()`` without ``PI_COURSE_API_KEY``, for a provider that needs
+        none): there is nothing to hide, and the message stays as it is.
+        """
         # BEGIN LAB 5.4 (starter: return message)
         return message.replace(self._value, REDACTED) if self._value else message
         # END LAB 5.4

@@ -33,7 +33,7 @@ import itertools
 import json
 import pathlib
 import re
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 from importlib.resources import files
 from types import ModuleType
@@ -81,6 +81,7 @@ BASE_URL = "https://provider.invalid/v1"
 SHOWN_LIMIT = 600
 CHAPTER_TEXTS = ("Provider stream ended without a finish chunk",)
 INVALID = "Invalid provider chunk: "
+REDACTED = "[redacted]"  # the chapter's: 「把 key 替换成 [redacted]」
 # The narrowing's messages whose wording the chapter ("must be a string") and the starter's
 # _record() docstring ("must be an object") give: a learner's must start with it (more detail may
 # follow). Any other is compared by the JSON path it names (chapter/contract.py).
@@ -298,6 +299,11 @@ def compare(piece: str, given: str, expected: object, actual: object, note: str 
 CITED = {
     ("pi_course/adapter.py", "id"): "provider 后来才给出的 id",
     ("pi_course/sse.py read_provider_chunks", "chunks"): "结束原因与尾随 usage 合成一个 finish chunk",
+    (
+        "pi_course/adapter.py",
+        "aclose() 之后 transport 的 stream 仍开着",
+    ): "消费者停下时 transport 的 stream 被关闭",
+    ("pi_course/transport.py O", "没有 key 时错误里有 [redacted]"): "key 为空时错误原样",
 }
 
 # --- the next step, from where the first difference is ---------------------------------------------
@@ -317,6 +323,8 @@ ADAPTER_HINTS = {
     "（Provider stream ended without a finish chunk、Invalid provider chunk: …）原样保留",
     "content": "pi_course/adapter.py 的 _events()：终态消息用的是当时的 content（同一条最终消息）",
     "stop_reason": "pi_course/adapter.py 的 _events()：终态消息的 stop_reason 与终态事件一致",
+    "aclose() 之后 transport 的 stream 仍开着": "pi_course/adapter.py 的 _events()：transport 的 stream 用给定的 "
+    "_closing() 包起来（async with _closing(...) as chunks），消费者停下时它也被关闭，不留给垃圾回收",
 }
 ADAPTER_TYPE_HINT = (
     "pi_course/adapter.py 的 _events()：事件的种类与顺序——start，每个 chunk 一个 delta 事件，"
@@ -327,6 +335,8 @@ TRANSPORT_HINTS = {
     "结束": "pi_course/transport.py 的 stream()：abort 以 AbortError 结束（原样放行）；其他错误脱敏后抛出 "
     "ProviderTransportError；_reads() 里发送与每次读取都和 signal 赛跑（AbortRace）",
     "响应已关闭": "pi_course/transport.py 的 _reads()：response.aclose() 写在 finally 里，正常结束、出错与取消都经过它",
+    "没有 key 时错误里有 [redacted]": "pi_course/transport.py 的 _Secret.redact()：key 是空字符串时没有什么要替换，"
+    '消息原样返回（message.replace("", …) 会在每个字符之间插入 [redacted]）',
     "错误里有 key": "pi_course/transport.py 的 _Secret.redact() 与 stream()：错误离开 transport 之前把 key 换成 "
     "[redacted]，并在 except 块外抛出，链上（__context__、__cause__）不留原来的错误",
     "url": "pi_course/transport.py 的 chat_completions_url()：base_url 去掉末尾斜杠，再加 /chat/completions",
@@ -750,8 +760,23 @@ def compare_public_names() -> None:
                 f"都能导入：{missing}",
                 f"导入不了 {missing}",
             )
+        if module == "pi_course":  # the package's exports: the starter's docstring names __all__ as the list
+            unlisted = [name for name in expected if name not in getattr(learner, "__all__", ())]
+            if unlisted:
+                differ(
+                    "pi_course/__init__.py 的 __all__",
+                    "pi_course.__all__（from pi_course import * 得到的名字）",
+                    f"列出 {unlisted}",
+                    f"没有列出 {unlisted}",
+                    note=f"本章：{EXPORTED}",
+                    hint="pi_course/__init__.py：把新的公开名字加进 __all__（导出它）",
+                )
 
 
+EXPORTED = (
+    "「第一次红灯： build 会先报告 types.ts 没有导出 ToolDefinition」；"
+    "pi_course/__init__.py 的说明：The names in ``__all__`` are importable from here"
+)
 FROZEN_SENTENCE = "pi_course/protocol.py 的说明：Everything is a frozen dataclass holding tuples."
 
 
@@ -825,6 +850,7 @@ class Script:
     items: tuple[object, ...]
     abort_at: int | None = None
     controller: AbortController = field(default_factory=AbortController)
+    open_streams: int = 0  # streams of its transport started and not yet ended (their finally not run)
 
     def shown(self) -> str:
         parts = [shown(item, 80) for item in self.items]
@@ -839,20 +865,24 @@ class Script:
             async def stream(
                 self, request: object, *, signal: AbortSignal | None = None
             ) -> AsyncIterator[object]:
-                for position, item in enumerate(script.items):
-                    if position == script.abort_at:
+                script.open_streams += 1
+                try:
+                    for position, item in enumerate(script.items):
+                        if position == script.abort_at:
+                            script.controller.abort()
+                        if isinstance(item, BrokeAfterAbort):
+                            script.controller.abort()
+                            raise item
+                        if signal is not None and signal.aborted:
+                            raise AbortError()
+                        if isinstance(item, BaseException):
+                            raise item
+                        yield item
+                    if script.abort_at is not None and script.abort_at >= len(script.items):
                         script.controller.abort()
-                    if isinstance(item, BrokeAfterAbort):
-                        script.controller.abort()
-                        raise item
-                    if signal is not None and signal.aborted:
                         raise AbortError()
-                    if isinstance(item, BaseException):
-                        raise item
-                    yield item
-                if script.abort_at is not None and script.abort_at >= len(script.items):
-                    script.controller.abort()
-                    raise AbortError()
+                finally:
+                    script.open_streams -= 1
 
         return Transport()
 
@@ -907,6 +937,33 @@ async def model_events(adapter: Any, script: Script, context: AgentContext) -> l
     return events
 
 
+async def stopped_after(adapter: Any, script: Script, context: AgentContext, wanted: int) -> dict[str, Any]:
+    """The consumer reads ``wanted`` events, stops and closes the stream: is the transport's still open?"""
+    model = adapter.OpenAICompatibleModel(
+        provider="compare", model="compare-model", transport=script.transport()
+    )
+    # collect() closes the stream when it stops; nothing is awaited after that, so a transport
+    # stream left to the garbage collector is still open when it is looked at.
+    events, _ = await collect(model.stream(context), wanted)
+    return {"读到的事件数": len(events), "aclose() 之后 transport 的 stream 仍开着": script.open_streams > 0}
+
+
+def compare_stopped(twin: Twin, items: tuple[object, ...], wanted: int) -> None:
+    context = simple_context()
+    try:
+        with alone("adapter", "outbound", twin.outbound):
+            actual: object = run(stopped_after(mine("adapter"), Script(items), context, wanted))
+    except Exception as error:
+        actual = f"{type(error).__name__}: {error}"
+    expected = run(stopped_after(twin.adapter, Script(items), context, wanted))
+    compare(
+        "pi_course/adapter.py OpenAICompatibleModel.stream()，消费者读了几个事件就停下并 aclose()",
+        f"{Script(items).shown()}，读到第 {wanted} 个事件后停下",
+        expected,
+        actual,
+    )
+
+
 def simple_context() -> AgentContext:
     return AgentContext((UserMessage((TextContent("读取 README.md"),), 1),))
 
@@ -932,7 +989,11 @@ def sent_ids(items: Iterable[object]) -> set[object]:
 
 
 def compare_adapter(
-    twin: Twin, items: Iterable[object], abort_at: int | None = None, context: AgentContext | None = None
+    twin: Twin,
+    items: Iterable[object],
+    abort_at: int | None = None,
+    context: AgentContext | None = None,
+    origin: str = "",
 ) -> None:
     items = tuple(items)
     context = context or simple_context()
@@ -952,7 +1013,7 @@ def compare_adapter(
 
     compare_allowed(
         "pi_course/adapter.py OpenAICompatibleModel.stream()，transport 依次给出这些 chunk",
-        actual_script.shown(),
+        f"{origin}：{actual_script.shown()}" if origin else actual_script.shown(),
         twin,
         "adapter.py",
         seen,
@@ -1070,6 +1131,10 @@ def test_compare_adapter_with_the_reference(
     for items in adapter_fixture_scripts():
         compare_streamed_twice(twin, items)
         count += 1
+    for items in adapter_fixture_scripts():  # the consumer stops after each event but the last
+        for wanted in range(1, len(run(model_events(twin.adapter, Script(items), simple_context())))):
+            compare_stopped(twin, items, wanted)
+            count += 1
     count += on_generated(120, chunk_scripts, lambda script: compare_adapter(twin, *script))
     record_property(COMPARED, count)
 
@@ -1078,7 +1143,7 @@ def test_compare_adapter_with_the_reference(
 def test_compare_adapter_on_the_recordings(
     twin: Twin, record_property: Callable[[str, object], None]
 ) -> None:
-    """adapter 与本章参考一致：课程自带的每段录制流，经参考实现读成 chunk 以后，事件与最终消息相同
+    """adapter 与本章参考一致：课程自带的每段录制流，经参考实现读成 chunk 以后，事件与最终消息相同；在每个位置 abort() 也一样
     通常的下一步：pi_course/adapter.py：看「输入」是哪段录制、第一处不同的事件
     """
     count = 0
@@ -1089,7 +1154,87 @@ def test_compare_adapter_on_the_recordings(
             origin = f"{name}（{'严格读取' if strict else 'connect() 的读取'}）"
             shrunk(items, lambda kept, origin=origin: compare_adapter_named(twin, tuple(kept), origin))
             count += 1
+    positions_seen: set[object] = set()
+    for name, items in recorded_scripts(twin):
+        for abort_at in abort_positions([chunk_kind(item) for item in items], positions_seen):
+            compare_adapter(twin, items, abort_at, origin=f"从录制 {name} 读出的 chunk")
+            count += 1
     record_property(COMPARED, count)
+
+
+def abort_positions(kinds: list[Hashable], seen: set[object]) -> Iterator[int]:
+    """Every place to abort in a stream (before the first item, between any two, after the last),
+    except one like a place already ``seen``: the same kinds before it, a run of one kind counted
+    up to two, and the same kind after it. Every recording's places, without repeating one."""
+    for at in range(len(kinds) + 1):
+        before: list[Hashable] = []
+        for kind, same in itertools.groupby(kinds[:at]):
+            before += [kind] * min(2, len(list(same)))
+        signature = (tuple(before), kinds[at] if at < len(kinds) else None)
+        if signature not in seen:
+            seen.add(signature)
+            yield at
+
+
+def chunk_kind(item: object) -> Hashable:
+    """What an adapter can tell a chunk by: its type, a tool's index and whether id and name came."""
+    if isinstance(item, ToolChunk):
+        return ("tool", item.index, item.id is not None, item.name is not None)
+    if isinstance(item, FinishChunk):
+        return ("finish", item.reason, item.usage is None)
+    if isinstance(item, TextChunk):
+        return ("text", item.delta == "")
+    return type(item).__name__
+
+
+# The payload fields the chapter's reader looks at (read_kind); usage and error by their first key.
+READ_FIELDS = (
+    "choices[]", "choices[1]", "choices[0].delta.content", "choices[0].delta.tool_calls[0].id",
+    "choices[0].delta.tool_calls[0].function.name", "choices[0].delta.tool_calls[0].function.arguments",
+    "choices[0].delta.tool_calls[1]", "choices[0].finish_reason", "usage", "error",
+)  # fmt: skip
+
+
+def read_kind(read: bytes) -> Hashable:
+    """What a transport can tell one read of a whole SSE event by: the fields its payload sets
+    that the chapter's reader looks at."""
+    kinds: list[str] = []
+    for line in read.decode("utf-8", "replace").splitlines():
+        data = line.removeprefix("data:").strip()
+        if not line:
+            continue
+        if not line.startswith("data:"):
+            kinds.append(line.partition(":")[0] or "comment")
+        elif data == "[DONE]":
+            kinds.append("[DONE]")
+        else:
+            try:
+                payload = json.loads(data)
+            except ValueError:
+                kinds.append("not JSON")
+                continue
+            fields = set_fields(payload)
+            kinds.extend(field for field in READ_FIELDS if any(f.startswith(field) for f in fields))
+    return tuple(kinds)
+
+
+def set_fields(value: object, prefix: str = "") -> list[str]:
+    """The paths of the fields a JSON value sets (not null); an empty list as ``[]``."""
+    if isinstance(value, dict):
+        return [path for key in value if value[key] is not None
+                for path in set_fields(value[key], f"{prefix}.{key}" if prefix else key)]  # fmt: skip
+    if isinstance(value, list):
+        if not value:
+            return [f"{prefix}[]"]
+        return [path for i, item in enumerate(value[:2]) for path in set_fields(item, f"{prefix}[{i}]")]
+    return [prefix]
+
+
+def recorded_scripts(twin: Twin) -> Iterator[tuple[str, tuple[object, ...]]]:
+    """Each recording as the chunks (and the error) the reference's strict reader makes of it."""
+    for name, body in recordings():
+        chunks, error = run(reference_chunks(twin, body, True))
+        yield name, (*chunks, *([error] if error is not None else []))
 
 
 def compare_adapter_named(twin: Twin, items: tuple[object, ...], name: str) -> None:
@@ -1136,10 +1281,6 @@ async def reference_chunks(
 
     events = twin.sse.iter_sse_events(one_read())
     return await collect(twin.sse.iter_provider_chunks(events, strict=strict))
-
-
-# Recordings aborted at every read and after the last one (the others: the first four and after the last).
-EVERY_ABORT = ("openai-tool-call.sse", "openai-text.sse", "groq-error-after-text.sse")
 
 
 def read_pattern(body: bytes, pattern: str) -> list[bytes]:
@@ -1703,6 +1844,8 @@ class Exchange:
     broken: bool = False
     error: str | None = None  # the client raises this (carrying the key) instead of answering
     strict: bool = True  # False: the transport connect() makes for a real provider
+    key: str = KEY  # "": a provider that needs none (connect() without PI_COURSE_API_KEY)
+    stop_after: int | None = None  # the consumer takes this many chunks, then stops and closes the stream
 
     def shown(self) -> str:
         parts = [
@@ -1721,6 +1864,10 @@ class Exchange:
             parts.append("读完后连接断开（错误文本里带着 key）")
         if self.error:
             parts.append(f"连接失败：{self.error}")
+        if not self.key:
+            parts.append("api_key 为空字符串")
+        if self.stop_after is not None:
+            parts.append(f"读到 {self.stop_after} 个 chunk 后停下并 aclose()")
         return "，".join(parts)
 
 
@@ -1733,8 +1880,9 @@ class Seen:
 
 
 async def through_transport(
-    transport_module: Any, exchange: Exchange, base_url: str = BASE_URL, key: str = KEY
+    transport_module: Any, exchange: Exchange, base_url: str = BASE_URL, key: str | None = None
 ) -> Seen:
+    key = exchange.key if key is None else key
     controller = AbortController()
     requests: list[dict[str, Any]] = []
     bodies: list[Body] = []
@@ -1774,17 +1922,17 @@ async def through_transport(
             base_url=base_url, api_key=key, client=client, strict=exchange.strict
         )
         request = {"model": "gpt-test", "messages": [{"role": "user", "content": "读取 README.md"}]}
-        async with asyncio.timeout(2):
-            chunks, error = await collect(
-                transport.stream(request, signal=controller.signal if exchange.abort else None)
-            )
+        stream = transport.stream(request, signal=controller.signal if exchange.abort else None)
+        async with asyncio.timeout(2):  # the consumer may stop early: collect() then closes the stream
+            chunks, error = await collect(stream, exchange.stop_after or 400)
     except TimeoutError:
         chunks, error = [], TimeoutError("abort() 之后 2 秒仍未结束")
     except Exception as caught:
         chunks, error = [], caught
-    finally:
-        await client.aclose()
-    return Seen(chunks, error, requests, all(body.closed for body in bodies))
+    # Looked at once the stream has ended, nothing awaited since: a response left to the GC is open.
+    closed = all(body.closed for body in bodies)
+    await client.aclose()
+    return Seen(chunks, error, requests, closed)
 
 
 def transport_seen(seen: Seen, reference: Seen, key: str | None = KEY) -> dict[str, Any]:
@@ -1796,6 +1944,9 @@ def transport_seen(seen: Seen, reference: Seen, key: str | None = KEY) -> dict[s
     }
     if key is not None:
         observed["错误里有 key"] = bool(key) and key_left_in(seen.error, key)
+        if not key:  # no key, nothing to hide: a [redacted] there stands for nothing
+            garbled = seen.error is not None and REDACTED in str(seen.error)
+            observed["没有 key 时错误里有 [redacted]"] = garbled
     return observed
 
 
@@ -1824,7 +1975,7 @@ def compare_transport(
     with alone("transport", "sse", twin.sse):
         actual = run(through_transport(mine("transport"), exchange))
     reference = run(through_transport(twin.transport, exchange))
-    key = KEY if keys else None
+    key = exchange.key if keys else None
 
     def seen(candidate: Twin) -> tuple[object, object]:
         expected = reference if candidate is twin else run(through_transport(candidate.transport, exchange))
@@ -1843,35 +1994,67 @@ def test_compare_transport_over_http_with_the_reference(
     通常的下一步：pi_course/transport.py 的 stream() 与 _reads()：按「输入」的响应走一遍：读取交给 iter_sse_events，abort 结束为 AbortError，其他错误脱敏后抛出，finally 里关闭响应
     """
     count = 0
-    for name, body in recordings():
-        for pattern in READ_PATTERNS:
-            reads = read_pattern(body, pattern)
-            compare_transport(twin, Exchange(reads=reads), f"录制 {name}，{pattern}", keys=False)
-            count += 1
-        reads = read_pattern(body, "每个事件一次读取")
-        quirks = f"录制 {name}，每个事件一次读取，strict=False（connect() 的 transport）"
-        compare_transport(twin, Exchange(reads=reads, strict=False), quirks, keys=False)
-        count += 1
-        every = name in EVERY_ABORT
-        for abort_on in range(len(reads) + 1) if every else (*range(min(len(reads), 4)), len(reads)):
-            compare_transport(
-                twin,
-                Exchange(reads=reads, abort="read", abort_on=abort_on),
-                f"录制 {name}，第 {abort_on + 1} 次读取时 abort()",
-                keys=False,
-            )
-            count += 1
-        compare_transport(
-            twin,
-            Exchange(reads=reads[:2], broken=True),
-            f"录制 {name} 的前两次读取，然后连接断开（错误文本里带着 key）",
-            keys=False,
-        )
-        count += 1
-    for abort in ("before", "headers"):
-        compare_transport(twin, Exchange(reads=[b"data: {}\n\n"], abort=abort), keys=False)
+    for name, exchange in http_exchanges():
+        compare_transport(twin, exchange, name, keys=False)
         count += 1
     record_property(COMPARED, count)
+
+
+# Error bodies a provider sends with a 4xx/5xx status (one carries the key, as OpenAI's 401 does).
+ERROR_BODIES = (
+    (401, b'{"error": {"message": "Incorrect API key provided: ' + KEY.encode() + b'", "type": "invalid_request_error"}}'),
+    (429, b'{"error": "rate limited"}'),
+    (502, b"<html>Bad Gateway</html>"),
+)  # fmt: skip
+# The recording the consumer stops in after every chunk (the others: after the first).
+STOP_EVERYWHERE = "openai-tool-call.sse"
+
+
+def http_exchanges() -> Iterator[tuple[str, Exchange]]:
+    """The HTTP transport's fixed inputs, each named: every recording as the response body, read
+    four ways and as connect() reads it; an abort at every position of every recording (during
+    each read and after the last; ``abort_positions``); the consumer stopping early; the connection
+    broken after two reads; an abort before the request, while the headers are awaited and during
+    an error body."""
+    positions_seen: set[object] = set()
+    for name, body in recordings():
+        for pattern in READ_PATTERNS:
+            yield f"录制 {name}，{pattern}", Exchange(reads=read_pattern(body, pattern))
+        reads = read_pattern(body, "每个事件一次读取")
+        quirks = f"录制 {name}，每个事件一次读取，strict=False（connect() 的 transport）"
+        yield quirks, Exchange(reads=reads, strict=False)
+        for abort_on in abort_positions([read_kind(read) for read in reads], positions_seen):
+            when = f"第 {abort_on + 1} 次读取时" if abort_on < len(reads) else "读完最后一次之后"
+            yield (
+                f"录制 {name}，每个事件一次读取，{when} abort()",
+                Exchange(reads=reads, abort="read", abort_on=abort_on),
+            )
+        for wanted in range(1, len(reads)) if name == STOP_EVERYWHERE else (1,):
+            yield (
+                f"录制 {name}，消费者读到 {wanted} 个 chunk 后停下并 aclose()",
+                Exchange(reads=reads, stop_after=wanted),
+            )
+        yield (
+            f"录制 {name} 的前两次读取，然后连接断开（错误文本里带着 key）",
+            Exchange(reads=reads[:2], broken=True),
+        )
+    for abort in ("before", "headers"):
+        exchange = Exchange(reads=[b"data: {}\n\n"], abort=abort)
+        yield exchange.shown(), exchange
+    for status, body in ERROR_BODIES:
+        reads = [body[: len(body) // 2], body[len(body) // 2 :]]
+        for abort_on in range(len(reads) + 1):
+            exchange = Exchange(status, "application/json", reads, abort="read", abort_on=abort_on)
+            yield f"{exchange.shown()}（读 HTTP 错误响应体时）", exchange
+
+
+def keyless_exchanges() -> Iterator[Exchange]:
+    """Failures of a transport made without a key (a provider that needs none)."""
+    for status, body in ERROR_BODIES:
+        yield Exchange(status, "application/json", [body], key="")
+    yield Exchange(reads=[b'data: {"choices":[]}\n\n'], broken=True, key="")
+    yield Exchange(content_type="text/plain", reads=[b"hello"], key="")
+    yield Exchange(error="connection refused by 127.0.0.1:11434", key="")
 
 
 if st is not None:
@@ -1970,6 +2153,9 @@ def test_compare_transport_requests_and_errors_with_the_reference(
         compare("pi_course/transport.py：发出的请求", exchange.shown(), expected.requests, actual.requests)
 
     count += on_generated(120, exchanges, compare_one)
+    for exchange in keyless_exchanges():
+        compare_transport(twin, exchange)
+        count += 1
 
     for base_url in (
         "https://api.example.com/v1",

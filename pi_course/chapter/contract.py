@@ -191,6 +191,16 @@ POINTS: tuple[Point, ...] = (
     ),
     Point(
         "5.2",
+        "消费者停下时 transport 的 stream 被关闭",
+        FIXED,
+        "Close the transport's iterator (and so its HTTP response) however the stream ends.",
+        "消费者读了几个事件就停下并 aclose() 时，transport 的 stream 在 aclose() 返回前已经结束"
+        "（本章：「reader 在 finally 中取消并释放 lock，所以正常结束、解析异常和取消会走过同一个"
+        "资源清理位置。」），不留给垃圾回收",
+        source="给定代码 pi_course/adapter.py _closing() 的 docstring",
+    ),
+    Point(
+        "5.2",
         "abort() 之后 transport 抛出的不是 AbortError",
         OPEN,
         "取消对应 aborted，其他异常对应 error。……AbortError 保持原来的名称，adapter 才能识别取消。",
@@ -357,7 +367,7 @@ POINTS: tuple[Point, ...] = (
         "结束原因与尾随 usage 合成一个 finish chunk",
         FIXED,
         "遇到 [DONE] 或输入结束，再合成唯一的 finish chunk。",
-        "chunk 逐个比较；usage 逐字段合并（API.md 与 LEARNING.md 的规则表）；没有 usage 与全 0 的 usage 相同",
+        "chunk 逐个比较；usage 逐字段合并（LEARNING.md 的规则表）；没有 usage 与全 0 的 usage 相同",
     ),
     # --- 5.3 / 5.4 the HTTP transport ----------------------------------------------------------------
     Point(
@@ -365,7 +375,8 @@ POINTS: tuple[Point, ...] = (
         "abort 时以 AbortError 结束，响应被关闭",
         FIXED,
         "读取前后都检查 abort signal。reader 在 finally 中取消并释放 lock",
-        "chunk、结束方式（AbortError / 其他异常）与响应是否关闭逐项比较",
+        "chunk、结束方式（AbortError / 其他异常）与响应是否关闭逐项比较；"
+        "响应在 stream 结束时（消费者停下并 aclose() 时也一样）就已关闭",
     ),
     Point(
         "5.3",
@@ -408,6 +419,16 @@ POINTS: tuple[Point, ...] = (
     ),
     Point(
         "5.4",
+        "key 为空时错误原样",
+        FIXED,
+        "An empty key is no key (``connect()`` without ``PI_COURSE_API_KEY``, for a provider that needs "
+        "none): there is nothing to hide, and the message stays as it is.",
+        "api_key 为空字符串时，错误里不出现 [redacted]（没有什么要替换）；"
+        "本章：「transport 在错误离开这一层之前，把 key 替换成 [redacted]」，没有 key 就没有可替换的",
+        source="starter pi_course/transport.py _Secret.redact() 的 docstring",
+    ),
+    Point(
+        "5.4",
         "离开 transport 的错误里没有 key",
         FIXED,
         "transport 在错误离开这一层之前，把 key 替换成 [redacted]。",
@@ -431,3 +452,23 @@ def point(name: str) -> Point:
         if candidate.name == name:
             return candidate
     raise KeyError(name)
+
+
+def markdown_table() -> str:
+    """The open points as LEARNING.md carries them: where the chapter leaves a choice, what check accepts."""
+    lines = ["| 步骤 | 地方 | 原文 | check 接受 |", "|---|---|---|---|"]
+    for each in open_points():
+        cells = (each.step, each.name, each.cited, each.how)
+        lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+    return "\n".join(lines)
+
+
+TABLE_START = "<!-- BEGIN open points: generated from pi_course/chapter/contract.py (markdown_table) -->\n"
+TABLE_END = "\n<!-- END open points -->"
+
+
+def with_table(text: str) -> str:
+    """``text`` (LEARNING.md) with the block between the open points' markers generated afresh."""
+    start = text.index(TABLE_START) + len(TABLE_START)
+    end = text.index(TABLE_END, start)
+    return text[:start] + markdown_table() + text[end:]

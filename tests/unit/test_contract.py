@@ -10,9 +10,20 @@ from pathlib import Path
 
 import pytest
 
-from pi_course.chapter.contract import FIXED, OPEN, POINTS, open_points, point
+from pi_course.chapter.contract import (
+    FIXED,
+    OPEN,
+    POINTS,
+    TABLE_END,
+    TABLE_START,
+    markdown_table,
+    open_points,
+    point,
+    with_table,
+)
+from pi_course.chapter.rules import CHAPTER_SOURCE
 from pi_course.chapter.steps import STEP_NUMBERS
-from pi_course.course.starters import reference_sources
+from pi_course.course.starters import reference_sources, starter_sources
 from pi_course.course.twin import edited, reference_twin
 
 
@@ -70,3 +81,34 @@ def test_a_mutant_listed_as_allowed_names_an_open_point_of_the_contract() -> Non
         named = re.match(r"「(.+?)」", item["reason"])
         assert named, item
         assert point(named[1]).status == OPEN, item
+
+
+CHAPTER = Path("/work/shared/chapter-05.zh.txt")  # the specification, where it is at hand
+TEMPLATE = Path(__file__).parents[2] / "pi_course" / "course" / "templates" / "LEARNING.md"
+
+
+def test_every_point_quotes_what_a_learner_has() -> None:
+    """A red quotes the chapter, or a starter file the learner holds (never API.md, never the reference's
+    code a learner does not see): the quoted words are there."""
+    starters = starter_sources()
+    for each in POINTS:
+        assert "API.md" not in each.source + each.quote + each.how, each.name
+        if each.source == CHAPTER_SOURCE:
+            if CHAPTER.is_file():  # code quoted across lines: compared without whitespace; "……"/"[...]" cut
+                text = re.sub(r"\s+", "", CHAPTER.read_text(encoding="utf-8"))
+                parts = re.split(r"……|\[\.\.\.\]", re.sub(r"\s+", "", each.quote))
+                assert [part for part in parts if part.strip("。") not in text] == [], each.name
+            continue
+        named = re.search(r"pi_course/(\w+\.py)", each.source)
+        files = [named[1]] if named else sorted(starters)  # "starter": somewhere in the starter files
+        quote = " ".join(each.quote.split())  # a docstring's sentence may run over two lines
+        assert any(quote in " ".join(starters[file].split()) for file in files), each.name
+
+
+def test_learning_md_lists_the_open_points_generated_from_the_contract() -> None:
+    text = TEMPLATE.read_text(encoding="utf-8")
+    start = text.index(TABLE_START) + len(TABLE_START)
+    block = text[start : text.index(TABLE_END, start)]
+    assert block == markdown_table(), "regenerate it: text = pi_course.chapter.contract.with_table(text)"
+    assert len(block.splitlines()) == len(open_points()) + 2
+    assert with_table(text) == text

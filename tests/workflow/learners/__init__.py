@@ -7,7 +7,11 @@ that learner wrote, applied to a fresh practice copy the way a learner edits the
 * a top-level function named like a stub of the starter (a function whose body is the
   starter's ``raise NotImplementedError("Lab …")`` or ``# starter: Lab …`` line, method or
   not) gives that stub its body; the starter's signature and docstring stay;
-* a top-level class named like one of the starter's top-level classes replaces it;
+* a top-level class named like one of the starter's top-level classes is merged into it member by
+  member: a method named like a stub of that class gives the stub its body, another member named
+  like one of the class's replaces it, a new method is added at the class's end; so a learner's
+  class holds only what they wrote. A class whose header (bases, decorators) differs, or that
+  adds anything but methods (a dataclass's fields), replaces the starter's class whole;
 * everything else (imports, helpers, constants) is appended to the module.
 
 So a learner's code keeps working when the reference's given code changes; only a renamed or
@@ -77,7 +81,15 @@ def merge(starter: str, learner: str) -> str:
                 (target_body[0].lineno - 1, target.end_lineno or 0, textwrap.indent(text, indent))
             )
         elif isinstance(node, ast.ClassDef) and node.name in classes:
-            replacements.append((*_span(classes[node.name]), source))
+            target = classes[node.name]
+            members = _members_merged(lines, target, own, node)
+            if members is None:
+                replacements.append((*_span(target), source))
+            else:
+                replacements.extend(members)
+                for member in node.body:
+                    if isinstance(member, ast.FunctionDef | ast.AsyncFunctionDef):
+                        stubs.pop(member.name, None)
         elif isinstance(node, ast.ImportFrom) and node.module == "__future__":
             continue
         else:
@@ -88,6 +100,63 @@ def merge(starter: str, learner: str) -> str:
     if appended:
         merged += "\n\n# --- the learner's own helpers and imports\n\n" + "\n\n".join(appended)
     return merged
+
+
+def _member_name(node: ast.stmt) -> str | None:
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return node.name
+    if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+        return node.target.id
+    if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+        return node.targets[0].id
+    return None
+
+
+def _is_docstring(node: ast.stmt) -> bool:
+    return isinstance(node, ast.Expr) and isinstance(getattr(node, "value", None), ast.Constant)
+
+
+def _header(node: ast.ClassDef) -> str:
+    return ast.dump(ast.ClassDef(node.name, node.bases, node.keywords, [], node.decorator_list))
+
+
+def _members_merged(
+    lines: list[str], target: ast.ClassDef, own: list[str], node: ast.ClassDef
+) -> list[tuple[int, int, str]] | None:
+    """The replacements that merge the learner's class ``node`` into the starter's ``target`` member
+    by member (see the module docstring); None when it must replace the class whole."""
+    if _header(node) != _header(target):
+        return None
+    theirs = {_member_name(member): member for member in target.body}
+    replacements: list[tuple[int, int, str]] = []
+    added: list[str] = []
+    for member in node.body:
+        if _is_docstring(member):
+            continue
+        name = _member_name(member)
+        start, end = _span(member)
+        text = textwrap.dedent("".join(own[start:end]))
+        starter = theirs.get(name) if name is not None else None
+        if starter is None:
+            if not isinstance(member, ast.FunctionDef | ast.AsyncFunctionDef):
+                return None  # a new field or attribute: the class's layout is the learner's
+            added.append(text)
+            continue
+        first, last = _span(starter)
+        indent = " " * starter.col_offset
+        stub = any(marker in "".join(lines[first:last]) for marker in STUB_MARKERS)
+        if stub and isinstance(member, ast.FunctionDef | ast.AsyncFunctionDef):
+            assert isinstance(starter, ast.FunctionDef | ast.AsyncFunctionDef)
+            body = _body(member)
+            text = textwrap.dedent("".join(own[body[0].lineno - 1 : member.end_lineno]))
+            first = _body(starter)[0].lineno - 1
+            indent = " " * _body(starter)[0].col_offset
+        replacements.append((first, last, textwrap.indent(text, indent)))
+    if added:
+        end = target.end_lineno or 0
+        indent = " " * target.body[0].col_offset
+        replacements.append((end, end, "".join("\n" + textwrap.indent(text, indent) for text in added)))
+    return replacements
 
 
 def apply(copy: Path, learner: str) -> None:

@@ -17,33 +17,12 @@ from .seam import (
 )
 from .sse import FINISH_REASONS, PartialUsage, PayloadParts  # given in this module
 from .stream_rules import (
-    DEFAULT_MAX_EVENT_SIZE,
     SSEEvent,
-    SSEFieldReader,
-    SSETextDecoder,
     check_event_size,
 )
 
 
 class SSEDecoder:
-    """Sans-IO SSE decoder: each network read in, the events it completes out (often none, or several)."""
-
-    def __init__(self, *, max_event_size: int = DEFAULT_MAX_EVENT_SIZE) -> None:
-        self.max_event_size = max_event_size
-        self._text = SSETextDecoder()  # given: UTF-8, BOM, every line ending → "\n"
-        self._fields = SSEFieldReader()  # given: event, id and comment lines; builds the SSEEvent
-        self._buffer = ""  # the line buffer: the start of a line whose "\n" has not arrived
-        self._data: list[str] = []  # the data lines of the event being collected
-
-    @property
-    def pending(self) -> str:
-        """The text of the line still arriving (what the line buffer holds)."""
-        return self._buffer
-
-    @property
-    def last_id(self) -> str:
-        return self._fields.last_id
-
     def feed(self, chunk: bytes, *, final: bool = False) -> list[SSEEvent]:
         """Lab 5.3: Line buffer: _text.decode, data lines, _fields.read_line/dispatch, check_event_size"""
         text = self._text.decode(chunk, final=final)
@@ -63,12 +42,6 @@ class SSEDecoder:
             if event is not None:
                 events.append(event)
         check_event_size(self._buffer, self._data, self.max_event_size)
-        return events
-
-    def close(self) -> list[SSEEvent]:
-        """End of input: what the decoder held back still counts; an unterminated event is dropped."""
-        events = self.feed(b"", final=True)
-        self._buffer, self._data = "", []
         return events
 
 

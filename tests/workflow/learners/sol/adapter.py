@@ -1,8 +1,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from copy import copy
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -10,8 +9,6 @@ from .adapter import (  # given in this module
     _STOP_REASONS,
     ToolBuffer,
     _closing,
-    _keep_usage,
-    _UsageFromErrors,
 )
 from .outbound import build_request
 from .protocol import (
@@ -24,7 +21,6 @@ from .protocol import (
     DoneEvent,
     ErrorEvent,
     ModelEvent,
-    ModelStream,
     StartEvent,
     TextContent,
     TextDeltaEvent,
@@ -32,25 +28,17 @@ from .protocol import (
     ToolCallDeltaEvent,
     ToolCallEndEvent,
     Usage,
-    now_ms,
 )
 from .seam import (
     FinishChunk,
     ProviderChunk,
     ProviderRequest,
-    ProviderTransport,
-    ReportsUsage,
     TextChunk,
     ToolChunk,
-    UsageSent,
 )
 
 
 class _FixedTransport:
-    def __init__(self, chunks: Iterable[ProviderChunk | BaseException]) -> None:
-        self.chunks = tuple(chunks)
-        self.requests: list[ProviderRequest] = []
-
     async def stream(
         self, request: ProviderRequest, *, signal: AbortSignal | None = None
     ) -> AsyncIterator[ProviderChunk]:
@@ -63,42 +51,8 @@ class _FixedTransport:
                 raise chunk
             yield chunk
 
-    def __repr__(self) -> str:
-        return f"fixed_transport({len(self.chunks)} chunks)"
-
 
 class OpenAICompatibleModel:
-    """A :class:`~pi_course.protocol.Model` over any :class:`ProviderTransport`."""
-
-    def __init__(
-        self,
-        *,
-        provider: str,
-        model: str,
-        transport: ProviderTransport,
-        clock: Callable[[], int] = now_ms,
-    ) -> None:
-        self.provider = provider
-        self.model = model
-        self.transport = transport
-        self.clock = clock
-
-    def __repr__(self) -> str:
-        return f"OpenAICompatibleModel(provider={self.provider!r}, model={self.model!r})"
-
-    def stream(self, context: AgentContext, *, signal: AbortSignal | None = None) -> ModelStream:
-        # Given: an error or a refusal keeps the usage the provider sent. The state machine runs over
-        # this stream's own view of the transport, which notes that usage in `sent`.
-        sent = UsageSent()
-        one_stream = copy(self)
-        if isinstance(self.transport, ReportsUsage):
-            one_stream.transport = self.transport.reporting_to(sent)
-        else:
-            one_stream.transport = _UsageFromErrors(self.transport, sent)
-        return ModelStream(
-            one_stream._events(context, signal), on_error=lambda event: _keep_usage(sent, event)
-        )
-
     async def _events(self, context: AgentContext, signal: AbortSignal | None) -> AsyncIterator[ModelEvent]:
         """Lab 5.2: The state machine: ProviderChunks in, snapshot events out, one terminal event."""
         base = AssistantMessage((), self.provider, self.model, EMPTY_USAGE, "stop", self.clock())
