@@ -439,10 +439,3 @@ def markdown_table() -> str:
 
 TABLE_START = "<!-- BEGIN rules table: generated from pi_course/chapter/rules.py (markdown_table) -->\n"
 TABLE_END = "\n<!-- END rules table -->"
-
-
-def with_table(text: str) -> str:
-    """``text`` (LEARNING.md) with the block between the table's markers generated afresh."""
-    start = text.index(TABLE_START) + len(TABLE_START)
-    end = text.index(TABLE_END, start)
-    return text[:start] + markdown_table() + text[end:]

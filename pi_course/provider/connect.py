@@ -83,10 +83,10 @@ def connect(model: str | None = None, *, env: Mapping[str, str] | None = None) -
     """
     env = os.environ if env is None else env
     base_url = env.get("PI_COURSE_BASE_URL")
+    name = model or default_model(env)
     if not base_url:
-        return local_model(model or LOCAL_DEFAULT_MODEL)
+        return local_model(name or LOCAL_DEFAULT_MODEL)
     base_url = check_base_url(base_url)
-    name = model or env.get("PI_COURSE_MODEL")
     if not name:
         raise ConfigurationError(
             "设置了 PI_COURSE_BASE_URL，却没有设置 PI_COURSE_MODEL：把 PI_COURSE_MODEL 设成那家 provider 的"
