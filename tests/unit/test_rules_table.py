@@ -16,6 +16,7 @@ from pi_course.chapter.rules import (
     RULES_TEST,
     TABLE_END,
     TABLE_START,
+    between_markers,
     markdown_table,
     split_check,
 )
@@ -106,9 +107,7 @@ def test_a_rule_the_chapter_does_not_state_quotes_the_file_it_names() -> None:
 
 def with_table(text: str) -> str:
     """``text`` (LEARNING.md) with the block between the table's markers generated afresh."""
-    start = text.index(TABLE_START) + len(TABLE_START)
-    end = text.index(TABLE_END, start)
-    return text[:start] + markdown_table() + text[end:]
+    return between_markers(text, TABLE_START, TABLE_END, markdown_table())
 
 
 def test_learning_md_carries_the_table_generated_from_the_one_table() -> None:
