@@ -317,6 +317,7 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--sample", type=int, help="run only N mutants, evenly spread (deterministic)")
+    parser.add_argument("--offset", type=int, default=0, help="with --sample: start the spread this far in")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--list", action="store_true", help="print the mutants and stop")
     parser.add_argument("--ids", type=Path, help="run only the mutants whose ids this file lists, one a line")
@@ -332,7 +333,7 @@ def main(argv: list[str] | None = None) -> int:
         mutants = [mutant for mutant in mutants if mutant.id in wanted]
     if args.sample:
         step = max(1, len(mutants) // args.sample)
-        mutants = mutants[::step][: args.sample]
+        mutants = mutants[args.offset % step :: step][: args.sample]
     equivalent: dict[str, str] = {
         item["id"]: f"{item['kind']}: {item['reason']}"
         for item in json.loads(EQUIVALENT.read_text(encoding="utf-8"))
@@ -400,9 +401,12 @@ def main(argv: list[str] | None = None) -> int:
 def learner_main(args: argparse.Namespace) -> int:
     """The mutants of one learner's code through ``check 05``: killed, and each survivor's diff."""
     mutants = learner_mutants(args.learner)
+    if args.ids:
+        wanted = set(args.ids.read_text(encoding="utf-8").splitlines())
+        mutants = [mutant for mutant in mutants if mutant.id in wanted]
     if args.sample:
         step = max(1, len(mutants) // args.sample)
-        mutants = mutants[::step][: args.sample]
+        mutants = mutants[args.offset % step :: step][: args.sample]
     if args.list:
         for mutant in mutants:
             print(mutant.id)

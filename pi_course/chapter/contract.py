@@ -17,7 +17,7 @@ from __future__ import annotations
 import textwrap
 from dataclasses import dataclass
 
-from .rules import CHAPTER_SOURCE
+from .rules import CHAPTER_SOURCE, between_markers
 
 FIXED = "fixed"
 OPEN = "open"
@@ -469,6 +469,4 @@ TABLE_END = "\n<!-- END open points -->"
 
 def with_table(text: str) -> str:
     """``text`` (LEARNING.md) with the block between the open points' markers generated afresh."""
-    start = text.index(TABLE_START) + len(TABLE_START)
-    end = text.index(TABLE_END, start)
-    return text[:start] + markdown_table() + text[end:]
+    return between_markers(text, TABLE_START, TABLE_END, markdown_table())

@@ -441,8 +441,8 @@ TABLE_START = "<!-- BEGIN rules table: generated from pi_course/chapter/rules.py
 TABLE_END = "\n<!-- END rules table -->"
 
 
-def with_table(text: str) -> str:
-    """``text`` (LEARNING.md) with the block between the table's markers generated afresh."""
-    start = text.index(TABLE_START) + len(TABLE_START)
-    end = text.index(TABLE_END, start)
-    return text[:start] + markdown_table() + text[end:]
+def between_markers(text: str, start_marker: str, end_marker: str, block: str) -> str:
+    """``text`` with what stands between two markers (a generated table) replaced by ``block``."""
+    start = text.index(start_marker) + len(start_marker)
+    end = text.index(end_marker, start)
+    return text[:start] + block + text[end:]

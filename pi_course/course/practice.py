@@ -35,6 +35,7 @@ from .starters import (
     reference_sources,
     starter_sources,
 )
+from .stepcache import CACHE_FILE
 
 # The answer key sits in the copy (check, checkpoint --diff and a fresh practice read it); its
 # README says first, in the learner's language, that it is the answer (the browser edition also
@@ -161,13 +162,19 @@ def _cannot_create(target: Path, error: OSError) -> str:
     return f"无法创建练习目录 {target}：{reason}。请换一个可以写入的新目录路径（没有留下任何文件）。"
 
 
+# A copy pushed to GitHub Classroom commits the learner's work, never what check keeps for itself.
+GITIGNORE = f"# what check keeps for this machine (pi_course/course/stepcache.py)\n{CACHE_FILE.parent}/\n"
+
+
 def _write_copy(root: Path, points: Points | None = None) -> None:
-    """A learner's copy: the course tree, clean notebooks, LEARNING.md and the classroom workflow."""
+    """A learner's copy: the course tree, clean notebooks, LEARNING.md, the classroom workflow and a
+    ``.gitignore`` for check's kept results."""
     write_course_tree(root)
     (root / "notebooks").mkdir()
     for notebook in sorted(_course_file("notebooks").glob("05-*.ipynb")):
         (root / "notebooks" / notebook.name).write_text(_without_outputs(notebook), encoding="utf-8")
     (root / "LEARNING.md").write_text(learning_md(), encoding="utf-8")
+    (root / ".gitignore").write_text(GITIGNORE, encoding="utf-8")
     workflows = root / ".github" / "workflows"
     workflows.mkdir(parents=True)
     workflow = classroom_workflow(points or DEFAULT_POINTS, _course_file("tests", FOCUSED_TEST))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import re
+import struct
 from pathlib import Path
 
 import nbformat
@@ -19,7 +20,7 @@ from pi_course import FinishChunk, OpenAICompatibleModel, TextChunk, ToolChunk, 
 from pi_course.chapter.fixtures import DIAGNOSTIC_4_2_CHUNKS, mainline_context
 from pi_course.chapter.steps import STEP_NUMBERS
 from pi_course.notebook import breakit, lesson, stages
-from pi_course.notebook.diagrams import overview, png_source_digest, sse_layers, with_source_digest
+from pi_course.notebook.diagrams import SOURCE_KEY, overview, sse_layers, with_source_digest
 from pi_course.notebook.display import chunk_table
 from pi_course.protocol import AssistantMessage, ErrorEvent, StartEvent, assistant_message
 
@@ -107,6 +108,18 @@ async def test_the_experiment_confuses_the_indexes_of_any_adapter_and_then_resto
     healthy = [event async for event in model().stream(mainline_context())]
     assert healthy[-1].type == "done"
     assert len([1, 2]) == 2  # the real len is back
+
+
+def png_source_digest(png: bytes) -> str | None:
+    """The SVG digest a PNG written by ``with_source_digest`` carries, if any."""
+    position = 8
+    while position + 8 <= len(png):
+        length, kind = struct.unpack(">I4s", png[position : position + 8])
+        body = png[position + 8 : position + 8 + length]
+        if kind == b"tEXt" and body.startswith(SOURCE_KEY + b"\0"):
+            return body[len(SOURCE_KEY) + 1 :].decode("ascii")
+        position += 12 + length
+    return None
 
 
 @pytest.mark.slow
