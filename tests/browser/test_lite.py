@@ -839,7 +839,7 @@ CHOOSE_RUN_ALL = """(moment) => new Promise((resolve) => {
     resolve(seen);
   }, 5);
 })"""
-CODE_CELLS = """() => [...[...window.jupyterapp.shell.widgets('main')].find(widget => widget.sessionContext)
+CODE_CELL_COUNT = """() => [...[...window.jupyterapp.shell.widgets('main')].find(widget => widget.sessionContext)
   .content.model.cells].filter(cell => cell.type === 'code').length"""
 
 
@@ -862,12 +862,13 @@ def test_run_all_from_the_run_menu_while_the_kernel_boots_runs_every_cell(
         assert seen["enabled"], f"Run All is greyed out {moment}: a click on it would be lost ({seen})"
         assert seen["menuClosed"], f"the menu stayed open: Run All was not chosen ({seen})"
         page.wait_for_function(
-            f"() => window.piCourseInputs.length > 0 && window.piCourseInputs.length >= ({CODE_CELLS})()"
+            f"() => window.piCourseInputs.length > 0 && window.piCourseInputs.length >= ({CODE_CELL_COUNT})()"
             f" && ({KERNEL_STATUS})() === 'idle'",
             timeout=240_000,
         )
         inputs = page.evaluate("() => window.piCourseInputs")
-        assert inputs == list(range(1, page.evaluate(CODE_CELLS) + 1)), inputs  # every cell, once, in order
+        every = list(range(1, page.evaluate(CODE_CELL_COUNT) + 1))
+        assert inputs == every, inputs  # every cell, once, in order
         page.wait_for_function(f"() => ({BOOT_BOX})() === null", timeout=10_000)
     finally:
         close(page)
