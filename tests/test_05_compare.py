@@ -1632,6 +1632,14 @@ SINGLE_FAULTS: list[tuple[tuple[str | int, ...], object]] = [
     (("usage",), []), (("usage", "prompt_tokens"), -1), (("usage", "completion_tokens"), "5"),
     (("usage", "total_tokens"), True), (("usage", "completion_tokens"), 2.5),
 ]  # fmt: skip
+# 「index 必须是非负安全整数」「再检查三个非负安全整数」: each count at the edges of that, as JSON can send
+# it (a float that is a whole number is one: JSON.parse reads 5.0 as 5), alone in a well-formed payload.
+COUNT_PATHS = (
+    ("choices", 0, "delta", "tool_calls", 0, "index"),
+    *(("usage", key) for key in ("prompt_tokens", "completion_tokens", "total_tokens")),
+)
+EDGE_COUNTS = (0, 0.0, -0.0, -1, -1.0, 1.5, 2**53 - 1, float(2**53 - 1), 2**53, float(2**53), 1e300, False)
+SINGLE_FAULTS += [(path, value) for path in COUNT_PATHS for value in EDGE_COUNTS]
 
 
 def single_faults() -> Iterator[object]:
