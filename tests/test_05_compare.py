@@ -1318,6 +1318,7 @@ FIELD_RULES = (
     [b"retry: 100\ndata: 1\n\n", b"foo: bar\ndata: 2\n\n"],
     [b": only a comment\n\n", b"event: x\n\n"],  # no data line: no event
     [b"data\n\ndata:\n\ndata:  two spaces\n\n"],
+    [b"data:x\ndata:{}\n\n"],  # no space after the colon: nothing of the value is dropped
     [b"\xef\xbb\xbf\xef\xbb\xbfdata: 1\n\ndata: 2\n\n"],  # only one BOM is dropped
     [b"data: 1\r\n", b"\r\n", b"data: 2\r", b"\r"],
 )
