@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NEEDS_311 := import sys; sys.exit(sys.version_info < (3, 11))
 
-.PHONY: lab test lint unit suite workflows stages nbval notebooks bench browser dist lite serve-lite lite-test mutants mutants-sample clean python-ok upstream-pi
+.PHONY: lab test lint unit suite workflows stages nbval notebooks drawn bench browser dist lite serve-lite lite-test mutants mutants-sample clean python-ok upstream-pi
 
 # Runs before every target that uses the venv (order-only: it never forces a reinstall). A .venv
 # made by an older Python, or one whose Python is gone, would otherwise fail later in pip.
@@ -88,6 +88,11 @@ test: lint suite nbval
 
 notebooks: $(STAMP)
 	$(BIN)/python tools/run_notebooks.py notebooks/*.ipynb
+
+# The comparisons' inputs, drawn once from the reference (pi_course/course/drawn.py): after any edit of
+# tests/test_05_compare.py (tests/unit/test_drawn.py says when they are stale).
+drawn: $(STAMP)
+	$(BIN)/python tools/draw_inputs.py
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py

@@ -31,6 +31,7 @@ import copy
 import importlib
 import itertools
 import json
+import pathlib
 import re
 from collections.abc import AsyncIterator, Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -58,6 +59,7 @@ from pi_course import (
     UserMessage,
 )
 from pi_course.chapter.contract import open_points, point
+from pi_course.course import drawn
 from pi_course.course.inkernel import await_here
 from pi_course.course.plugin_path.pi_course_check.contract import Fact
 from pi_course.course.starters import reference_sources
@@ -85,6 +87,7 @@ REDACTED = "[redacted]"  # the chapter's: 「把 key 替换成 [redacted]」
 # follow). Any other is compared by the JSON path it names (chapter/contract.py).
 FIXED_WORDING = re.compile(r"Invalid provider chunk: \S+ must be (an object|a string)$")
 ROOT_PATH = "payload"  # the reference's name for the whole payload: the chapter names none
+THIS_FILE = pathlib.Path(__file__)  # what the kept inputs were drawn from (drawn.facts)
 READ_PATTERNS = ("一次读完", "每个事件一次读取", "每 7 字节一次读取", "每个多字节字符从中间切开")
 
 
@@ -157,18 +160,35 @@ def _settings(examples: int) -> Callable[[Any], Any]:
 def on_generated(examples: int, inputs: Callable[[], Any], compare_one: Callable[[Any], None]) -> int:
     """``compare_one`` on ``examples`` inputs hypothesis draws from the strategy ``inputs()`` makes
     (derandomized: the same inputs every run), the first failure shrunk to a minimal input; how
-    many were compared."""
+    many were compared.
+
+    The inputs are drawn once, when the course is built, and replayed (``pi_course.course.drawn``):
+    at the first replayed input that fails, hypothesis draws them again up to it and shrinks it."""
     need_hypothesis()
+    where = drawn.site()
+    kept = drawn.replay(where, THIS_FILE)
+    if kept is not None:
+        try:
+            for value in kept:
+                compare_one(value)
+            return len(kept)
+        except Exception:  # the first failure: hypothesis finds it again and shrinks it
+            pass
     ran = 0
+    seen: list[Any] = []
 
     @_settings(examples)
     @given(inputs())
     def each(value: Any) -> None:
         nonlocal ran
         ran += 1
+        if drawn.keeping():
+            seen.append(copy.deepcopy(value))
         compare_one(value)
 
-    each()
+    with drawn.same_inputs_everywhere():
+        each()
+    drawn.keep(where, THIS_FILE, seen)
     return ran
 
 
@@ -1360,8 +1380,10 @@ def compare_decoder_shrunk(twin: Twin, reads: list[bytes], origin: str) -> None:
     pieces = [(number, line) for number, read in enumerate(reads) for line in LINE.findall(read)]
 
     def compare_one(kept: list[tuple[int, bytes]]) -> None:
-        cut = [b"".join(line for number, line in kept if number == at) for at in range(len(reads))]
-        cut = [read for read in cut if read]
+        lines: list[list[bytes]] = [[] for _ in reads]
+        for number, line in kept:
+            lines[number].append(line)
+        cut = [read for read in map(b"".join, lines) if read]
         compare_decoder(twin, cut, f"{origin}{len(cut)} 次读取：{cut!r}")
 
     shrunk(pieces, compare_one)

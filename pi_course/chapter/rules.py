@@ -441,11 +441,6 @@ TABLE_START = "<!-- BEGIN rules table: generated from pi_course/chapter/rules.py
 TABLE_END = "\n<!-- END rules table -->"
 
 
-def with_table(text: str) -> str:
-    """``text`` (LEARNING.md) with the block between the table's markers generated afresh."""
-    return between_markers(text, TABLE_START, TABLE_END, markdown_table())
-
-
 def between_markers(text: str, start_marker: str, end_marker: str, block: str) -> str:
     """``text`` with what stands between two markers (a generated table) replaced by ``block``."""
     start = text.index(start_marker) + len(start_marker)

@@ -14,7 +14,7 @@ from typing import Any
 from ..chapter.rules import CHAPTER_SOURCE
 from ..chapter.steps import BEYOND_TEST, FOCUSED_TEST, STEPS, Step
 from .edition import CHECK_VERBOSE
-from .report import Detail, Report, step_of
+from .facts import Detail, Report, step_of
 from .rulestate import RuleResult, Rules, broken_rules, is_comparison, rule_behind, rule_name
 from .stubs import Unfinished
 

@@ -1,7 +1,7 @@
 """``check``: what notebook checkpoint cells and ``python -m pi_course check 05`` call.
 
 Every door builds one :class:`~.request.CheckRequest`; one run of the tests gives one
-:class:`~.report.Report`; :func:`~.judgement.judge` turns it into the one
+:class:`~.facts.Report`; :func:`~.judgement.judge` turns it into the one
 :class:`~.judgement.Judgement` everything shown reads: the count lines, the next steps
 (:mod:`.advice`), the verdict (the last line, which the exit status follows) and, with ``--json``,
 the record that ``grade`` collects per copy.

@@ -10,9 +10,9 @@ import ast
 from pathlib import Path
 
 from ..chapter.steps import FOCUSED_TEST, STEPS
+from .facts import step_of
 from .locate import PACKAGE, course_root
 from .points import DEFAULT_POINTS, Points, _number
-from .report import step_of
 
 # What `check 05` needs in a copy's CI (the copy's own pi_course is what runs): pytest and anyio for
 # the tests, httpx for the transport, uvicorn and starlette for the local provider of the beyond checks.

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import TypeAlias
 
 from ..chapter.steps import STEP_NUMBERS
-from ..provider import DEFAULT_PORT
+from ..provider import DEFAULT_PORT, default_model
 from .chat import before_51, chat, missing_server
 from .exits import EXIT_DONE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE
 from .import_failure import lesson_imported
@@ -65,9 +65,9 @@ def _positive(kind: type[int] | type[float]) -> Callable[[str], float]:
 def _model_help() -> str:
     """``chat --model``'s help, saying which model is used without it in the current environment."""
     base_url = os.environ.get("PI_COURSE_BASE_URL")
+    model = default_model()
     if not base_url:
-        return "模型名；默认 mainline，本地 provider 的一个脚本（没有设置 PI_COURSE_BASE_URL）"
-    model = os.environ.get("PI_COURSE_MODEL")
+        return f"模型名；默认 {model}，本地 provider 的一个脚本（没有设置 PI_COURSE_BASE_URL）"
     if model:
         return f"模型名；默认 PI_COURSE_MODEL={model!r}，在 PI_COURSE_BASE_URL={base_url!r}"
     return (

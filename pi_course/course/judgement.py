@@ -1,6 +1,6 @@
 """One check's judgement: computed once from a run's facts, read by every door.
 
-:func:`judge` turns a :class:`~.report.Report` (what the run found) into a frozen
+:func:`judge` turns a :class:`~.facts.Report` (what the run found) into a frozen
 :class:`Judgement`: the steps judged, the earlier step that blocks the asked one, the rules'
 states, whether it is done and the first thing to fix. The text report (:func:`text_lines`),
 the advice, ``--json``'s record (:func:`record_of`), the notebook's ``check()`` and ``grade``
@@ -19,8 +19,8 @@ from pathlib import Path
 from ..chapter.rules import RULES
 from ..chapter.steps import BEYOND_TEST, CHAPTER_TOTAL, FOCUSED_TEST, STEP_NUMBERS, STEPS, Step
 from .advice import first_thing_to_fix, next_step_lines
+from .facts import Report
 from .record import CopyRecord, Status
-from .report import Report
 from .rulestate import Rules, count_line, rule_name, rule_results, rules_ok, table_lines
 
 CHAPTER = "第 05 章"

@@ -30,10 +30,12 @@ from .starters import (
     TARGET_FOLDER,
     TARGET_README,
     PracticeError,
+    as_practice,
     package_files,
     reference_sources,
     starter_sources,
 )
+from .stepcache import CACHE_FILE
 
 # The answer key sits in the copy (check, checkpoint --diff and a fresh practice read it); its
 # README says first, in the learner's language, that it is the answer (the browser edition also
@@ -41,7 +43,7 @@ from .starters import (
 TARGET_WARNING = """# 先别看：这里是第 05 章的答案（target）
 
 这个文件夹里是参考实现：5.1–5.4 要你自己写的代码，每一段都用 LAB 5.x 的开始、结束注释标了出来。
-先在 `pi_course/` 顶层的五个文件里自己写，检查点变绿之后再来对照。这里的文件不要改：
+先在 `pi_course/` 顶层的五个文件里自己写，检查点打印「完成」之后再来对照。这里的文件不要改：
 `check`、`checkpoint 05 --diff` 和 `practice`（从这份副本再生成起点）都读它们。
 
 """
@@ -160,13 +162,19 @@ def _cannot_create(target: Path, error: OSError) -> str:
     return f"无法创建练习目录 {target}：{reason}。请换一个可以写入的新目录路径（没有留下任何文件）。"
 
 
+# A copy pushed to GitHub Classroom commits the learner's work, never what check keeps for itself.
+GITIGNORE = f"# what check keeps for this machine (pi_course/course/stepcache.py)\n{CACHE_FILE.parent}/\n"
+
+
 def _write_copy(root: Path, points: Points | None = None) -> None:
-    """A learner's copy: the course tree, clean notebooks, LEARNING.md and the classroom workflow."""
+    """A learner's copy: the course tree, clean notebooks, LEARNING.md, the classroom workflow and a
+    ``.gitignore`` for check's kept results."""
     write_course_tree(root)
     (root / "notebooks").mkdir()
     for notebook in sorted(_course_file("notebooks").glob("05-*.ipynb")):
         (root / "notebooks" / notebook.name).write_text(_without_outputs(notebook), encoding="utf-8")
     (root / "LEARNING.md").write_text(learning_md(), encoding="utf-8")
+    (root / ".gitignore").write_text(GITIGNORE, encoding="utf-8")
     workflows = root / ".github" / "workflows"
     workflows.mkdir(parents=True)
     workflow = classroom_workflow(points or DEFAULT_POINTS, _course_file("tests", FOCUSED_TEST))
@@ -193,7 +201,8 @@ def write_course_tree(root: Path) -> None:
     shipped.mkdir(parents=True)
     for name, text in reference_sources().items():
         (shipped / name).parent.mkdir(parents=True, exist_ok=True)
-        (shipped / name).write_text(text, encoding="utf-8")
+        # as_practice: a learner who pastes the target's __init__.py keeps the copy a practice copy
+        (shipped / name).write_text(as_practice(name, text), encoding="utf-8")
     (shipped / "README.md").write_text(TARGET_WARNING + TARGET_README, encoding="utf-8")
     (root / "tests").mkdir()
     for name in ("conftest.py", *SHIPPED_TESTS):

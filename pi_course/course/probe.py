@@ -17,8 +17,8 @@ from pathlib import Path
 
 from . import inkernel
 from .edition import CHECK_COMMAND
+from .facts import Report
 from .import_failure import IMPORT_BOUND, import_failure_from_text
-from .report import Report
 
 ANSWER_VARIABLE = "PI_COURSE_PROBE_ANSWER"  # the file the probe writes its answer to (JSON)
 PROBE = f"""

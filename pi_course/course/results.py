@@ -13,8 +13,8 @@ from pathlib import Path
 
 from ..chapter.steps import BEYOND_TEST, COMPARE_TEST, FOCUSED_TEST, RULES_TEST, STEPS, Step
 from .edition import CHECK_VERBOSE
+from .facts import BeyondCheck, Detail, Report, step_of
 from .plugin_path.pi_course_check.contract import Fact, read_progress_line, step_of_test
-from .report import BeyondCheck, Detail, Report, step_of
 
 
 def collection_error(junit: Path) -> str | None:

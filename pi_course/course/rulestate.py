@@ -13,7 +13,7 @@ from typing import Literal
 
 from ..chapter.rules import RULES, Rule, split_check
 from ..chapter.steps import COMPARE_TEST, FOCUSED_TEST, STEPS, Step
-from .report import Report
+from .facts import Report
 
 RuleState = Literal["kept", "broken", "pending"]
 MARKS = {"kept": "✓", "broken": "✗", "pending": "待完成"}

@@ -17,7 +17,7 @@ Nothing here can hang: every test has a time bound (the runner's own pytest plug
 :mod:`pi_course_check.plugin`, applies it; :mod:`pi_course_check.contract` holds what both sides
 agree on) and each process has one too (``RUN_TIMEOUT``). What the process leaves behind (junit XML
 with the plugin's facts, or its progress file when it had to be stopped) is read back by
-:mod:`.results` into a :class:`~.report.Report`; :mod:`.advice` turns it into next steps. Before the
+:mod:`.results` into a :class:`~.facts.Report`; :mod:`.advice` turns it into next steps. Before the
 tests, :mod:`.probe` imports the tree alone.
 """
 
@@ -33,6 +33,7 @@ from pathlib import Path
 from ..chapter.steps import BEYOND_TEST, FOCUSED_TEST, STEPS, Step
 from . import inkernel, stepcache
 from .edition import CHECK_VERBOSE
+from .facts import Report
 from .import_failure import ERROR_LINE, blames_the_package, import_failure_from_text
 from .locate import beyond_test_file, compare_test_file, course_root, focused_test_file, rules_test_file
 from .plugin_path.pi_course_check.contract import (
@@ -45,7 +46,6 @@ from .plugin_path.pi_course_check.contract import (
     step_selection,
 )
 from .probe import import_probe
-from .report import Report
 from .results import STEP_KEYWORDS, Case, collection_error, read_cases, read_progress, report_of
 from .stubs import defined_functions, unfinished_functions
 
@@ -119,26 +119,40 @@ def _run_tests_in(
         if compare_file is not None:  # read with the rule checks: each one is a rule's evidence
             files.append(compare_file)
     whole = beyond_file is not None and rules_file is not None  # a step's whole result: what is kept
+    wanted = stepcache.entries(steps, apart=whole)  # a step's, and its comparisons kept apart
     keys = stepcache.step_keys(cache) if cache is not None else {}
-    found = stepcache.load(cache, {step.number: keys[step.number] for step in steps}) if cache else {}
+    found = stepcache.load(cache, {name: keys[name] for name in wanted}) if cache else {}
     if not whole:  # focused tests alone: a kept step gives its focused tests
-        found = {
-            number: [case for case in cases if case.file == FOCUSED_TEST] for number, cases in found.items()
-        }
-    to_run = tuple(step for step in steps if step.number not in found)
-    cases = [case for number in found for case in found[number]]
+        found = {name: [case for case in cases if case.file == FOCUSED_TEST] for name, cases in found.items()}
+    missing = set(wanted) - set(found)
+    to_run = tuple(step for step in steps if any(name.partition("/")[0] == step.number for name in missing))
+    running = {step.number for step in to_run}
+    # A kept entry of a step that runs again (its comparison changed, or the rest of it): not run again.
+    skip = sorted(
+        {case.name for name, kept in found.items() if name.partition("/")[0] in running for case in kept}
+    )
+    cases = [case for kept in found.values() for case in kept]
     output = ""
     if to_run:
         ran = _pytest(
-            root, files, to_run, test_file.parent, verbose=verbose, with_beyond=beyond_file is not None
+            root,
+            files,
+            to_run,
+            test_file.parent,
+            verbose=verbose,
+            with_beyond=beyond_file is not None,
+            skip=skip,
         )
         if isinstance(ran, Report):
             return replace(ran, rule_checks=ran.rule_checks if rules_file is not None else None)
         fresh, output = ran
         cases += fresh
         if cache is not None and whole and "Interrupted: " not in output:  # a stopped session keeps nothing
-            ran_steps = {step.number: [case for case in fresh if case.step == step.number] for step in to_run}
-            stepcache.store(cache, keys, {number: got for number, got in ran_steps.items() if _timeless(got)})
+            entries: dict[str, list[Case]] = {name: [] for name in missing}
+            for case in fresh:
+                entries.setdefault(stepcache.group_of(case), []).append(case)
+            kept_now = {name: got for name, got in entries.items() if name in missing and _timeless(got)}
+            stepcache.store(cache, keys, kept_now)
     report = report_of(cases, steps, with_beyond=beyond_file is not None)
     stopped = None
     interrupted = re.search(r"Interrupted: (.*?) !*$", output, re.MULTILINE)
@@ -166,14 +180,22 @@ def _timeless(cases: list[Case]) -> bool:
 
 
 def _pytest(
-    root: Path, files: list[Path], steps: tuple[Step, ...], rootdir: Path, *, verbose: bool, with_beyond: bool
+    root: Path,
+    files: list[Path],
+    steps: tuple[Step, ...],
+    rootdir: Path,
+    *,
+    verbose: bool,
+    with_beyond: bool,
+    skip: list[str] | None = None,
 ) -> tuple[list[Case], str] | Report:
-    """One pytest process over ``steps``' tests: their cases and its report, or a Report saying why none."""
+    """One pytest process over ``steps``' tests (less those named in ``skip``): their cases and its
+    report, or a Report saying why none."""
     with tempfile.TemporaryDirectory() as scratch:
         junit = Path(scratch) / "junit.xml"
         progress = Path(scratch) / "progress.jsonl"
         env = _environment(root, progress)
-        env[STEPS_VARIABLE] = step_selection(STEP_KEYWORDS, [step.number for step in steps])
+        env[STEPS_VARIABLE] = step_selection(STEP_KEYWORDS, [step.number for step in steps], skip or [])
         command = [
             sys.executable, "-m", "pytest", *map(str, files),
             "-vv" if verbose else "-q", "-p", PLUGIN, "-p", "anyio", "-p", "no:cacheprovider",

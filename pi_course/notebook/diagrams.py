@@ -70,18 +70,6 @@ class Diagram:
         return self.text
 
 
-def png_source_digest(png: bytes) -> str | None:
-    """The SVG digest a PNG written by :func:`with_source_digest` carries, if any."""
-    position = 8
-    while position + 8 <= len(png):
-        length, kind = struct.unpack(">I4s", png[position : position + 8])
-        body = png[position + 8 : position + 8 + length]
-        if kind == b"tEXt" and body.startswith(SOURCE_KEY + b"\0"):
-            return body[len(SOURCE_KEY) + 1 :].decode("ascii")
-        position += 12 + length
-    return None
-
-
 def with_source_digest(png: bytes, digest: str) -> bytes:
     """``png`` with a text chunk naming the SVG it was drawn from (inserted after the header)."""
     body = SOURCE_KEY + b"\0" + digest.encode("ascii")

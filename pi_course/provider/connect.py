@@ -11,9 +11,10 @@ from pi_course_here import in_a_tab
 
 from ..adapter import OpenAICompatibleModel
 from ..transport import OpenAICompatibleTransport
+from . import LOCAL_DEFAULT_MODEL as LOCAL_DEFAULT_MODEL  # the rule is stated in the package
+from . import default_model as default_model
 
 LOCAL_PROVIDER_NAME = "pi-course-local"
-LOCAL_DEFAULT_MODEL = "mainline"
 # The embedded provider ignores keys. A non-empty placeholder lets a transport written the way the
 # chapter writes it (it always sends `Authorization: Bearer <key>`) talk to it unchanged.
 LOCAL_API_KEY = "pi-course-local-key"
@@ -57,14 +58,6 @@ def check_base_url(base_url: str) -> str:
     return base_url.strip()
 
 
-def default_model(env: Mapping[str, str] | None = None) -> str | None:
-    """The model ``connect()`` uses without ``model=``: ``None`` when one must be named."""
-    env = os.environ if env is None else env
-    if env.get("PI_COURSE_BASE_URL"):
-        return env.get("PI_COURSE_MODEL") or None
-    return LOCAL_DEFAULT_MODEL
-
-
 def connect(model: str | None = None, *, env: Mapping[str, str] | None = None) -> OpenAICompatibleModel:
     """A model over ``PI_COURSE_BASE_URL``/``PI_COURSE_API_KEY``/``PI_COURSE_MODEL`` when set.
 
@@ -83,10 +76,10 @@ def connect(model: str | None = None, *, env: Mapping[str, str] | None = None) -
     """
     env = os.environ if env is None else env
     base_url = env.get("PI_COURSE_BASE_URL")
+    name = model or default_model(env)
     if not base_url:
-        return local_model(model or LOCAL_DEFAULT_MODEL)
+        return local_model(name or LOCAL_DEFAULT_MODEL)
     base_url = check_base_url(base_url)
-    name = model or env.get("PI_COURSE_MODEL")
     if not name:
         raise ConfigurationError(
             "设置了 PI_COURSE_BASE_URL，却没有设置 PI_COURSE_MODEL：把 PI_COURSE_MODEL 设成那家 provider 的"

@@ -10,11 +10,20 @@ from pathlib import Path
 
 import pytest
 
-from pi_course.chapter.rules import CHAPTER_SOURCE, RULES, RULES_TEST, markdown_table, split_check, with_table
+from pi_course.chapter.rules import (
+    CHAPTER_SOURCE,
+    RULES,
+    RULES_TEST,
+    TABLE_END,
+    TABLE_START,
+    between_markers,
+    markdown_table,
+    split_check,
+)
 from pi_course.chapter.steps import BEYOND_TEST, COMPARE_TEST, FOCUSED_TEST, STEP_NUMBERS, STEPS
 from pi_course.course.check import print_judgement
+from pi_course.course.facts import Report, step_of
 from pi_course.course.judgement import judge, record_of
-from pi_course.course.report import Report, step_of
 from pi_course.course.rulestate import rule_results, table_lines
 from pi_course.course.stubs import Unfinished
 
@@ -96,11 +105,16 @@ def test_a_rule_the_chapter_does_not_state_quotes_the_file_it_names() -> None:
         assert rule.cited == f"「{rule.quote}」（{rule.source}）"
 
 
+def with_table(text: str) -> str:
+    """``text`` (LEARNING.md) with the block between the table's markers generated afresh."""
+    return between_markers(text, TABLE_START, TABLE_END, markdown_table())
+
+
 def test_learning_md_carries_the_table_generated_from_the_one_table() -> None:
     text = TEMPLATE.read_text(encoding="utf-8")
     found = TABLE.search(text)
     assert found is not None, "LEARNING.md has no rules table between its markers"
-    assert found[1] == markdown_table(), "regenerate it: text = pi_course.chapter.rules.with_table(text)"
+    assert found[1] == markdown_table(), "regenerate it: text = with_table(text), this file's"
     assert with_table(text) == text
     assert len(found[1].splitlines()) == len(RULES) + 2
 
@@ -208,7 +222,7 @@ def test_a_rule_is_broken_only_by_its_own_checks_and_waits_while_its_step_is_a_s
 
 def test_a_hint_names_the_learners_own_function_or_says_it_has_none() -> None:
     from pi_course.course.advice import in_learners_terms
-    from pi_course.course.report import Detail
+    from pi_course.course.facts import Detail
 
     hint = "pi_course/adapter.py 的 _events()：content 槽位"
     mine = Report(DONE, defined={"pi_course/adapter.py": frozenset({"OpenAICompatibleModel._events"})})

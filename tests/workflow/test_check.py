@@ -27,10 +27,10 @@ from pi_course.chapter.steps import STEPS, step
 from pi_course.course import advice, import_failure, probe, stubs, testrun
 from pi_course.course.advice import failure_lines, next_step_lines
 from pi_course.course.check import check, check_record
+from pi_course.course.facts import BeyondCheck, Detail, Report
 from pi_course.course.judgement import judge
 from pi_course.course.plugin_path.pi_course_check.contract import PLUGIN, TIMEOUT_VARIABLE
 from pi_course.course.practice import create_practice
-from pi_course.course.report import BeyondCheck, Detail, Report
 from pi_course.course.results import read_cases, report_of
 from pi_course.course.rulestate import rule_results
 from pi_course.course.testrun import run_tests

@@ -52,9 +52,10 @@ from pi_course.course.grade import (
     grade_one,
     instructor_copy,
 )
+from pi_course.course.grade.command import _with_output
 from pi_course.course.grade.gradebook import GradebookError, Points, parse_points, to_csv
 from pi_course.course.grade.page import to_html
-from pi_course.course.grade.report import table, to_json
+from pi_course.course.grade.report import table
 from pi_course.course.import_failure import IMPORT_BOUND
 
 ROOT = Path(__file__).parents[2]
@@ -337,8 +338,9 @@ def test_the_table_puts_unfinished_copies_first_and_prints_no_control_characters
 
 
 def test_json_and_csv_hold_every_record_and_no_formula() -> None:
-    records = json.loads(to_json(RESULTS))
-    assert [list(item) for item in records] == [list(FIELDS)] * 3
+    records = json.loads(_with_output(RESULTS))  # grade's JSON file: each record with its check's text
+    assert [list(item) for item in records] == [[*FIELDS, "output"]] * 3
+    assert records[0]["output"] == "第 05 章：完成"
     assert records[1]["name"] == HOSTILE
     text = to_csv([graded.record for graded in RESULTS])
     assert text.startswith("\ufeffstudent,student_id,folder,score,max,percent,step_5.1,")

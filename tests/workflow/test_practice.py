@@ -99,6 +99,7 @@ def test_every_stub_names_its_step_in_message_and_docstring() -> None:
 def test_practice_copy_layout(practice: Path) -> None:
     assert sorted(path.name for path in practice.iterdir()) == [
         ".github",
+        ".gitignore",  # check's kept results (.pi_course/) are not the learner's work
         ".pi_course_python",  # the Python that made it (pythons.MADE_BY)
         "LEARNING.md",
         "notebooks",

@@ -15,8 +15,8 @@ from collections import Counter
 from collections.abc import Sequence
 
 from ...chapter.steps import STEPS, Step
+from ..facts import step_of
 from ..record import STATUSES, CopyRecord
-from ..report import step_of
 from ..sandbox import NOT_SANDBOXED
 from .gradebook import DEFAULT_POINTS, Points, csv_row
 from .records import Graded, flag_said, status_said, unfinished_first

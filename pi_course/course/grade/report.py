@@ -4,7 +4,6 @@ never reach the terminal.
 
 from __future__ import annotations
 
-import json
 import unicodedata
 from collections import Counter
 from collections.abc import Sequence
@@ -103,8 +102,3 @@ def table(results: Sequence[Graded], width: int = 160, warning: str | None = Non
     if warning is not None:
         lines = [_printable(warning), *lines, _printable(warning)]
     return "\n".join(lines)
-
-
-def to_json(results: Sequence[Graded]) -> str:
-    """The JSON list of records, in the order the copies were given."""
-    return json.dumps([graded.record for graded in results], ensure_ascii=False, indent=2) + "\n"

@@ -33,9 +33,10 @@ class Fact(StrEnum):
     ORDER = "pi_course_order"  # the test's place among all tests collected: one order for every selection
 
 
-def step_selection(keywords: dict[str, str], run: list[str]) -> str:
-    """The value of :data:`STEPS_VARIABLE`: every step's ``-k`` keyword, and the steps to run."""
-    return json.dumps({"keywords": keywords, "run": run})
+def step_selection(keywords: dict[str, str], run: list[str], skip: list[str] | None = None) -> str:
+    """The value of :data:`STEPS_VARIABLE`: every step's ``-k`` keyword, the steps to run, and the
+    tests of those steps not to run (their results are kept)."""
+    return json.dumps({"keywords": keywords, "run": run, "skip": skip or []})
 
 
 def step_of_test(name: str, marked: str | None, keywords: dict[str, str]) -> str:

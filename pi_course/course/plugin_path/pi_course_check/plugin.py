@@ -13,8 +13,9 @@ own ``pytest``) is plain pytest.
   ``error_message`` of every error the test saw, the innermost line of ``pi_course`` code on the
   traceback, the bound if it hit; a check's label, step and hint from its docstring and marker.
 * **One step's tests.** With :data:`.contract.STEPS_VARIABLE` set, only the tests of the steps it
-  names run (:func:`.contract.step_of_test`); every test carries its step and its place among all
-  the tests collected, so results of runs of different steps merge in one order.
+  names run (:func:`.contract.step_of_test`), less those it says to skip (kept from an earlier
+  run); every test carries its step and its place among all the tests collected, so results of
+  runs of different steps merge in one order.
 * **Progress.** With :data:`.contract.PROGRESS_VARIABLE` naming a file, each test's start and
   outcome are appended to it as JSON lines, so a runner that had to stop a hung process can still
   name the test.
@@ -74,7 +75,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         marked = str(marker.args[0]) if marker is not None and marker.args else None
         if marked is not None:
             item.user_properties.append((Fact.STEP.value, marked))
-        if chosen is None or step_of_test(item.name, marked, chosen["keywords"]) in chosen["run"]:
+        if chosen is None or (
+            step_of_test(item.name, marked, chosen["keywords"]) in chosen["run"]
+            and item.name not in chosen.get("skip", ())
+        ):
             kept.append(item)
     if len(kept) < len(items):
         config.hook.pytest_deselected(items=[item for item in items if all(item is not k for k in kept)])
