@@ -30,6 +30,7 @@ from .starters import (
     TARGET_FOLDER,
     TARGET_README,
     PracticeError,
+    as_practice,
     package_files,
     reference_sources,
     starter_sources,
@@ -42,7 +43,7 @@ from .stepcache import CACHE_FILE
 TARGET_WARNING = """# 先别看：这里是第 05 章的答案（target）
 
 这个文件夹里是参考实现：5.1–5.4 要你自己写的代码，每一段都用 LAB 5.x 的开始、结束注释标了出来。
-先在 `pi_course/` 顶层的五个文件里自己写，检查点变绿之后再来对照。这里的文件不要改：
+先在 `pi_course/` 顶层的五个文件里自己写，检查点打印「完成」之后再来对照。这里的文件不要改：
 `check`、`checkpoint 05 --diff` 和 `practice`（从这份副本再生成起点）都读它们。
 
 """
@@ -200,7 +201,8 @@ def write_course_tree(root: Path) -> None:
     shipped.mkdir(parents=True)
     for name, text in reference_sources().items():
         (shipped / name).parent.mkdir(parents=True, exist_ok=True)
-        (shipped / name).write_text(text, encoding="utf-8")
+        # as_practice: a learner who pastes the target's __init__.py keeps the copy a practice copy
+        (shipped / name).write_text(as_practice(name, text), encoding="utf-8")
     (shipped / "README.md").write_text(TARGET_WARNING + TARGET_README, encoding="utf-8")
     (root / "tests").mkdir()
     for name in ("conftest.py", *SHIPPED_TESTS):

@@ -116,6 +116,14 @@ class Run:
         return [event_row(event) for event in self.events]
 
     @property
+    def first_tool_slot(self) -> int | str | None:
+        """The slot the first ``toolcall_delta`` names; ``"error"`` when the stream ended before one."""
+        first = next((row for row in self.rows if row[0] == "toolcall_delta"), None)
+        if first is not None:
+            return first[1]
+        return "error" if self.events and self.events[-1].type == "error" else None
+
+    @property
     def final(self) -> Any:
         last = self.events[-1]
         return last.message if last.type == "done" else getattr(last, "error", None)

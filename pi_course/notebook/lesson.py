@@ -173,11 +173,15 @@ def predict(*predictions: object) -> None:
     _say_predictions(predictions, _this_cell())
 
 
-def _say_predictions(predictions: Sequence[object], cell: Mapping[str, Any]) -> None:
-    """The learner's predictions, then a verdict for each one the cell stores an answer to."""
+def _say_predictions(predictions: Sequence[object], cell: Mapping[str, Any], below: bool = True) -> None:
+    """The learner's predictions, then a verdict for each one the cell stores an answer to.
+
+    ``below``: the cell goes on to show the answer (not so where only the learner's own run can).
+    """
     _session.judged = _session.run
     shown = predictions[0] if len(predictions) == 1 else tuple(predictions)
-    print(f"你的预测：{shown!r}（答案在下面，和上面折叠的「看答案」对照）")
+    where = "答案在下面" if below else "这一格的答案要等上面说的那一步完成、再运行才算得出来"
+    print(f"你的预测：{shown!r}（{where}，和上面折叠的「看答案」对照）")
     answers = cell.get("metadata", {}).get(METADATA_KEY, {}).get("answers") or []
     for number, (prediction, answer) in enumerate(zip(predictions, answers, strict=False), 1):
         if answer:
@@ -215,12 +219,20 @@ def _plain(value: object) -> object:
     return value
 
 
+#: A yes/no question answered in words, the same in every notebook (「不会」 to 「会……吗？」).
+YES_NO = {
+    True: ("true", "yes", "是", "是的", "会", "能", "对", "可以", "有"),
+    False: ("false", "no", "否", "不", "不是", "不会", "不能", "不对", "不可以", "没有", "不同", "不一样"),
+}
+
+
 def judge(prediction: object, answer: Mapping[str, Any], number: int | None = None) -> str:
     """✓ or ✗ for one prediction, with the answer's one-line why.
 
     ``answer`` holds ``value`` (what the reference prints) and ``why``; optionally ``accept``
     (other ways to say it), ``synonyms`` (a word → the answer's word, for the items of a set)
-    and ``contains`` (a free sentence is right when it holds this).
+    and ``contains`` (a free sentence is right when it holds this; a list: any one of these,
+    each a string or a list of strings the sentence holds all of).
     """
     value = answer["value"]
     synonyms = {_plain(key): _plain(word) for key, word in answer.get("synonyms", {}).items()}
@@ -234,9 +246,15 @@ def judge(prediction: object, answer: Mapping[str, Any], number: int | None = No
         items = prediction if isinstance(prediction, set | frozenset | list | tuple) else [prediction]
         right = {said(item) for item in items} == {said(item) for item in value}
     elif "contains" in answer:
-        right = str(_plain(str(answer["contains"]))) in str(_plain(str(prediction)))
+        sentence = str(_plain(str(prediction)))
+        wanted = answer["contains"]
+        ways = [wanted] if isinstance(wanted, str) else wanted
+        right = any(
+            all(str(_plain(part)) in sentence for part in ([way] if isinstance(way, str) else way))
+            for way in ways
+        )
     elif isinstance(value, bool):  # 0 == False: a bool answer takes a bool, or one of its words
-        words = [item for item in accepted if isinstance(item, str)] + [str(value).casefold()]
+        words = [item for item in accepted if isinstance(item, str)] + list(YES_NO[value])
         right = prediction is value or (isinstance(prediction, str) and said(prediction) in words)
     else:
         right = not isinstance(prediction, bool) and (
@@ -246,7 +264,17 @@ def judge(prediction: object, answer: Mapping[str, Any], number: int | None = No
     why = answer.get("why", "")
     if right:
         return f"✓ {which}对了：{why}" if why else f"✓ {which}对了。"
-    return f"✗ {which}不对：你写的是 {prediction!r}，答案是 {value!r}。{why}"
+    shown = set(value) if isinstance(value, list) else value  # a list answer is compared as a set
+    return f"✗ {which}不对：你写的是 {prediction!r}，答案是 {shown!r}。{why}"
+
+
+def verdict(prediction: object, actual: object, why: str = "") -> None:
+    """✓ or ✗ for a prediction whose answer only the learner's own run knows (05-5's broken adapter).
+
+    Nothing while the prediction is unwritten: :func:`predict` has already asked for it.
+    """
+    if not unwritten(prediction):
+        print(judge(prediction, {"value": actual, "why": why}))
 
 
 def reveal(prediction: object, actual: object) -> None:
@@ -293,10 +321,15 @@ def expected_outputs(
             if "text/markdown" in data:
                 item["text/plain"] = _joined(data["text/markdown"])
                 if markdown is not None and "text/html" not in item:
-                    item["text/html"] = markdown(item["text/plain"])
+                    item["text/html"] = _left_aligned(markdown(item["text/plain"]))
             if item:
                 kept.append(item)
     return kept
+
+
+def _left_aligned(rendered: str) -> str:
+    """Table cells as JupyterLab's Markdown shows them: its HTML outputs right-align every cell."""
+    return re.sub(r"<(t[hd])>", r'<\1 style="text-align:left">', rendered)
 
 
 def _joined(value: str | list[str]) -> str:
@@ -386,26 +419,44 @@ def find_expected(
     return list(stored) if stored else None
 
 
-def _step_line(step: str, cascade: bool) -> str:
+def _step_line(step: str) -> str:
+    return f"{_stub_lead(step)}。"
+
+
+def _stub_lead(step: str) -> str:
     practice = _steps.step(step)
-    label, files = practice.label, "、".join(practice.files)
-    if cascade:
-        return f"需要先完成实践 {step}（{label}）：前面的格子因此没有算出结果，这一格用到了它们。"
-    return f"需要先完成实践 {step}（{label}）：{files} 里还是占位实现。"
+    return f"需要先完成实践 {step}（{practice.label}）：{'、'.join(practice.files)} 里还是占位实现"
+
+
+def _lead(problem: stages.Problem) -> str:
+    """The step a cell needs and why, without the sentence's end (see :func:`_cascade_line`)."""
+    label = _steps.step(problem.step).label if problem.step in _steps.STEP_NUMBERS else ""
+    if problem.kind == "missing" and stages.STUB.search(problem.why):
+        return _stub_lead(problem.step)
+    if problem.kind == "missing":
+        return f"需要先完成实践 {problem.step}（{label}）：{problem.why}"
+    return f"实践 {problem.step}（{label}）的代码还有问题：{problem.why}"
 
 
 def _problem_line(problem: stages.Problem) -> str:
     """One line naming the step a cell needs and why it cannot run as the prose says."""
-    label = _steps.step(problem.step).label if problem.step in _steps.STEP_NUMBERS else ""
-    if problem.kind == "missing" and stages.STUB.search(problem.why):
-        return _step_line(problem.step, cascade=False)
-    if problem.kind == "missing":
-        return f"需要先完成实践 {problem.step}（{label}）：{problem.why}。"
-    return f"实践 {problem.step}（{label}）的代码还有问题：{problem.why}。这一格用到了它。"
+    if problem.kind == "broken":
+        return f"{_lead(problem)}。这一格用到了它。"
+    return f"{_lead(problem)}。"
 
 
-def expected_bundle(expected: Sequence[Mapping[str, str]] | None) -> dict[str, str]:
-    """预期输出 as a display bundle: plain text for any frontend, a labelled box for JupyterLab."""
+def _cascade_line(lead: str, error: BaseException) -> str:
+    """A name or key an earlier cell would have made: the step that stopped that cell is the cause."""
+    name = getattr(error, "name", None) if isinstance(error, NameError) else None
+    made = f"定义 {name} 的那一格" if isinstance(name, str) and name else "算出这一格要用的结果的那一格"
+    return f"{lead}；上面{made}也是因此停下的。"
+
+
+def expected_bundle(expected: Sequence[Mapping[str, str]] | None, note: str | None = None) -> dict[str, str]:
+    """预期输出 as a display bundle: plain text for any frontend, a labelled box for JupyterLab.
+
+    ``note`` says what the output is of, where that is not the cell as the learner has it (an exercise).
+    """
     if not expected:
         note = "（这一格改动过，找不到参考实现的输出。）"
         return {"text/plain": f"预期输出：{note}", "text/html": f"<p><b>预期输出</b>{html.escape(note)}</p>"}
@@ -427,7 +478,11 @@ def expected_bundle(expected: Sequence[Mapping[str, str]] | None) -> dict[str, s
         # a long table (05-7's 42 recordings) scrolls inside the box: the cells after it stay in reach
         f'<div style="max-height:32em;overflow:auto">{"".join(parts)}</div></div>'
     )
-    return {"text/plain": "预期输出：\n" + plain, "text/html": box}
+    said = f"（{note}）" if note else ""
+    box = box.replace(
+        "预期输出（参考实现的真实输出）</div>", f"预期输出（参考实现的真实输出）{html.escape(said)}</div>"
+    )
+    return {"text/plain": f"预期输出{said}：\n" + plain, "text/html": box}
 
 
 # --- the IPython side ----------------------------------------------------------------------------
@@ -438,6 +493,7 @@ class _Session:
     source: str = ""
     cell_id: str | None = None  # the running cell's notebook id, when the frontend says it
     missing: list[str] = field(default_factory=list)  # steps this kernel has met, in order
+    causes: dict[str, str] = field(default_factory=dict)  # step -> what stopped a cell, said
     handled: bool = False
     run: int = 0  # cells run since begin() (0: not in IPython)
     asked: int = -1  # the run in which reveal() last asked for a prediction
@@ -461,6 +517,7 @@ def begin() -> None:
         shell.run_line_magic("load_ext", "IPython.extensions.autoreload")
     shell.run_line_magic("autoreload", "2")
     _session.missing.clear()
+    _session.causes.clear()
     for name, hook in (("pre_run_cell", _before), ("post_run_cell", _after)):
         for registered in list(shell.events.callbacks[name]):
             if getattr(registered, "__name__", "") == hook.__name__ and registered.__module__ == __name__:
@@ -581,15 +638,20 @@ def _handler(
         return None
     if step is None:
         step = _session.missing[0]
-    elif step not in _session.missing:
+        lead = _session.causes.get(step) or _stub_lead(step)
+        _show(_cascade_line(lead, value), _session.source, shell)
+        return None
+    if step not in _session.missing:
         _session.missing.append(step)
-    _show(_step_line(step, cascade), _session.source, shell)
+        _session.causes[step] = _stub_lead(step)
+    _show(_step_line(step), _session.source, shell)
     return None
 
 
 def _show_problem(problem: stages.Problem, source: str, shell: Any = None) -> None:
     if problem.step not in _session.missing:
         _session.missing.append(problem.step)
+        _session.causes[problem.step] = _lead(problem)
     _show(_problem_line(problem), source, shell)
 
 
@@ -676,10 +738,10 @@ def _show(line: str, source: str, shell: Any = None) -> None:
     ours = cell.get("metadata", {}).get(METADATA_KEY, {})
     predicted = _predicted(source, shell.user_ns) if shell is not None and kind == "written" else None
     if predicted is not None and _session.judged != _session.run:  # it stopped before predict()
-        _say_predictions(predicted, cell)
+        _say_predictions(predicted, cell, below=ours.get("show_expected", True) is not False)
     if ours.get("show_expected", True) is False:  # the book's output would speak of the book, not the copy
         print(OWN_CODE_ONLY)
         _session.handled = True
         return
-    display(expected_bundle(ours.get("expected")), raw=True)
+    display(expected_bundle(ours.get("expected"), ours.get("expected_note")), raw=True)
     _session.handled = True

@@ -28,7 +28,7 @@ MADE_UP_ID = "没有哪个 chunk 发过这个 id：是 adapter 自己起的"
 
 #: Under a tool_buffers table with a slot no event reported (``slots=``, e.g. 05-5's experiment).
 OUTSIDE_NOTE = (
-    "* 没有哪个事件报告过这个槽位：它来自步进器的 slots 参数（实验量到的、或按你的改动推出的槽位）。"
+    "* 没有哪个事件报告过这个槽位：它是从这一次运行里量出来的（adapter 量 content 长度时得到的值）。"
 )
 
 

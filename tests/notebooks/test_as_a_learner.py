@@ -64,7 +64,6 @@ def do_exercises(notebook: dict[str, Any], name: str) -> None:
         elif name.startswith("05-7") and text.startswith("def relax(payload):"):
             text = folded_code(notebook, "c7f7fc9d", 0)
         elif name.startswith("05-6") and "class MyTokenTransport" in text:
-            text = "import json\n" + text
             for todo, done in MIGRATION.items():
                 text = text.replace(todo, done)
         cell["source"] = text

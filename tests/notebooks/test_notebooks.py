@@ -17,7 +17,9 @@ from pi_course.notebook.lesson import METADATA_KEY, expected_outputs
 
 FOLDER = Path(__file__).parents[2] / "notebooks"
 ALL = [FOLDER / f"{name}.ipynb" for name in LISTED]  # the chapter's one list, 05-7 and 05-8 included
-NOTEBOOKS = ALL[: LISTED.index("05-6-migration") + 1]  # the lesson: the overview, the steps, break-it, migration
+NOTEBOOKS = ALL[
+    : LISTED.index("05-6-migration") + 1
+]  # the lesson: the overview, the steps, break-it, migration
 PRACTICE = [FOLDER / f"{step.notebook}.ipynb" for step in STEPS]
 EXPECTED = [
     "05-0-overview.ipynb",
@@ -52,7 +54,9 @@ VARIABLE = {
 
 def test_the_series_is_complete() -> None:
     assert [path.name for path in NOTEBOOKS] == EXPECTED
-    assert sorted(FOLDER.glob("*.ipynb")) == sorted(ALL)  # none on disk missing from the list, none listed missing
+    assert sorted(FOLDER.glob("*.ipynb")) == sorted(
+        ALL
+    )  # none on disk missing from the list, none listed missing
     assert all(re.fullmatch(r"05-\d-[a-z-]+\.ipynb", path.name) for path in ALL)
 
 
@@ -247,7 +251,9 @@ def test_the_chapter_ends_with_a_questionnaire_whose_answers_are_folded() -> Non
         assert f"]({path.name})" in headings, f"no questions on {path.name}"
     asked = [question.partition("<details>")[0].strip() for question in questions]
     thinking = sum(bool(re.search(r"为什么|如果|会怎样|哪一种|哪种|说明了什么", text)) for text in asked)
-    assert thinking >= 2 * len(asked) / 3, f"{thinking} of {len(asked)} ask why or what if: the rest is recall"
+    assert thinking >= 2 * len(asked) / 3, (
+        f"{thinking} of {len(asked)} ask why or what if: the rest is recall"
+    )
     bodies = [re.sub(r"^\*\*\d+\. ", "", text) for text in asked]
     assert len(set(bodies)) == len(bodies), "a question asked twice"
     questions_before = "\n".join(source(cell) for path in ALL[:-1] for cell in cells(path))

@@ -265,12 +265,15 @@ def test_a_markdown_output_is_kept_as_the_table_it_renders() -> None:
     import mistune
 
     render = mistune.create_markdown(escape=False, plugins=["table"])
-    assert lesson.expected_outputs(outputs) == [{"text/plain": "| a | b |\n|---|---|\n| 1 | 2 |"}]  # no renderer
+    assert lesson.expected_outputs(outputs) == [
+        {"text/plain": "| a | b |\n|---|---|\n| 1 | 2 |"}
+    ]  # no renderer
     [kept] = lesson.expected_outputs(outputs, lambda text: str(render(text)))
     assert (
         kept["text/plain"].startswith("| a | b |")
         and "<table>" in kept["text/html"]
-        and "<td>2</td>" in kept["text/html"]
+        and '<td style="text-align:left">2</td>'
+        in kept["text/html"]  # as JupyterLab shows Markdown, not right
     )
     assert "<table>" in lesson.expected_bundle([kept])["text/html"]
 
@@ -288,3 +291,121 @@ def test_a_prediction_asked_for_in_a_later_cell_points_to_the_cell_above(
     monkeypatch.setattr(lesson._session, "source", "my_message = ...\npredict(my_message)")
     lesson.predict(...)
     assert capsys.readouterr().out.strip() == lesson.ASK_QUESTION
+
+
+def _answers_of(cell_id: str) -> list[dict]:
+    [(_name, cell)] = [(n, c) for n, c in ANSWERED if c["id"] == cell_id]
+    return list(cell["metadata"]["pi_course"]["answers"])
+
+
+def test_a_right_answer_in_the_learners_own_words_is_right() -> None:
+    """05-3 asks in Chinese what the error says: its meaning in Chinese is right, as are the library's words."""
+    [error] = _answers_of("05-3-10")
+    for said in ("content 不是字符串", "choices[0].delta.content must be a string", "Content 必须是 string"):
+        assert lesson.judge(said, error).startswith("✓"), said
+    for said in ("choices 不是数组", "content 是数字", "must be an integer"):
+        assert lesson.judge(said, error).startswith("✗"), said
+    _arguments, left = _answers_of("05-2-16")
+    assert lesson.judge("还剩已经收到的文本 partial", left).startswith("✓")
+    assert lesson.judge("什么也不剩", left).startswith("✗")
+
+
+def test_a_set_answer_is_shown_as_the_set_the_cell_asks_for() -> None:
+    [places] = _answers_of("05-4-04")
+    verdict = lesson.judge({"请求体"}, places)
+    assert verdict.startswith("✗") and "答案是 {'请求头'}" in verdict, verdict
+    assert lesson.judge({"Authorization 头"}, places).startswith("✓")
+
+
+def test_context_has_its_own_prediction_judged() -> None:
+    _message, context = _answers_of("05-4-10")
+    assert context["value"] is None
+    for said in (None, "None", "没有"):
+        assert lesson.judge(said, context).startswith("✓"), said
+    assert lesson.judge("httpx.ConnectError", context).startswith("✗")
+
+
+def test_an_exercises_expected_output_says_it_is_the_unedited_cells() -> None:
+    [(_name, cell)] = [(n, c) for n, c in _code_cells() if c["id"] == "05-1-15"]
+    ours = cell["metadata"]["pi_course"]
+    bundle = lesson.expected_bundle(ours["expected"], ours["expected_note"])
+    assert (
+        bundle["text/plain"].startswith("预期输出（这是参考实现跑没改过的这一格")
+        and '"parameters": {}' in bundle["text/plain"]
+    )
+    assert "没改过的这一格" in bundle["text/html"]
+    assert lesson.expected_bundle(ours["expected"])["text/plain"].startswith("预期输出：\n")
+
+
+def test_a_prediction_whose_answer_cannot_show_yet_promises_none_below(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    lesson._say_predictions(["error"], {}, below=False)
+    said = capsys.readouterr().out
+    assert "答案在下面" not in said and "那一步完成" in said
+    lesson._say_predictions(["error"], {})
+    assert "答案在下面" in capsys.readouterr().out
+
+
+def test_a_prediction_only_the_learners_run_can_answer_is_judged_by_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    lesson.verdict(..., "error")
+    assert capsys.readouterr().out == ""  # unwritten: predict() has asked already
+    lesson.verdict(4, "error", "这是这一次改坏以后真正发出的")
+    lesson.verdict('"error"', "error")
+    said = capsys.readouterr().out.splitlines()
+    assert said[0] == "✗ 预测不对：你写的是 4，答案是 'error'。这是这一次改坏以后真正发出的" and said[
+        1
+    ].startswith("✓")
+
+
+async def test_the_first_tool_slot_of_a_run_is_its_first_toolcall_delta_or_error() -> None:
+    from pi_course import FinishChunk, OpenAICompatibleModel, TextChunk, fixed_transport
+    from pi_course.chapter.fixtures import mainline_context
+    from pi_course.notebook.breakrun import Run
+
+    async def run(chunks: list) -> Run:
+        model = OpenAICompatibleModel(provider="f", model="f", transport=fixed_transport(chunks))
+        return Run("t", [event async for event in model.stream(mainline_context())])
+
+    [right] = (await as_it_is(DIAGNOSTIC_4_2_CHUNKS)).runs
+    assert right.first_tool_slot == 0
+    assert (await run([TextChunk("x"), ConnectionResetError("reset")])).first_tool_slot == "error"
+    assert (await run([TextChunk("x"), FinishChunk("stop")])).first_tool_slot is None
+
+
+def test_every_question_a_cell_asks_is_judged() -> None:
+    """Each ``my_… = ...`` a question's cell asks for gets ✓/✗: a stored answer per prediction, or,
+    where only the learner's own run knows it (05-5), ``verdict()`` against that run. (Exercises
+    judge with ``reveal()``, against what the cell computes.)"""
+    unjudged = []
+    for name, cell in _code_cells():
+        source = "".join(cell["source"])
+        asked = re.findall(r"^(my_\w+) = \.\.\.", source, re.M)
+        if not asked or "reveal(" in source:
+            continue
+        answers = cell["metadata"].get("pi_course", {}).get("answers") or []
+        stored = len(answers) == len(asked) and all(answers)
+        if not stored and not all(f"verdict({mine}" in source for mine in asked):
+            unjudged.append(f"{name} {cell['id']}: {asked}")
+    assert not unjudged, unjudged
+
+
+def test_a_yes_or_no_is_judged_the_same_in_every_notebook() -> None:
+    """05-0 and 05-1 ask 是……吗／会……吗 as 05-2 and 05-3 do: the same words count everywhere."""
+    for cell_id in ("05-0-10p", "05-1-02p", "05-2-05", "05-3-08"):
+        no = [answer for answer in _answers_of(cell_id) if answer["value"] is False]
+        assert no, cell_id
+        for said in (False, "不会", "不是", "否", "No", "不能"):
+            assert lesson.judge(said, no[0]).startswith("✓"), (cell_id, said)
+        for said in (True, "会", "是", 0):
+            assert lesson.judge(said, no[0]).startswith("✗"), (cell_id, said)
+
+
+def test_no_key_said_any_way_is_right() -> None:
+    [tools] = _answers_of("05-1-11")
+    for said in ("根本没有", "没有 tools 键", "不写", "没有这个键"):
+        assert lesson.judge(said, tools).startswith("✓"), said
+    for said in ("空数组", "null", "[]"):
+        assert lesson.judge(said, tools).startswith("✗"), said

@@ -300,3 +300,39 @@ def test_in_a_kernel_an_unwritten_prediction_stops_the_cell_before_the_answer(
     monkeypatch.setattr(lesson, "_session", lesson._Session(handler=True))
     with pytest.raises(lesson.PredictionNeeded, match=re.escape("先把 ... 换成你的预测")):
         lesson.reveal(..., "error")
+
+
+def test_a_name_an_earlier_cell_never_made_is_blamed_on_the_step_that_stopped_it(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """05-2 in a fresh copy: the setup cell stops on 5.1's starter, so `replay` is never defined.
+    The line after says what is missing in the learner's files, not that an earlier cell failed."""
+    monkeypatch.setattr(lesson, "_session", lesson._Session())
+    monkeypatch.setattr(lesson, "find_cell", lambda *args, **kwargs: None)
+
+    def raised(error: BaseException) -> str:
+        lesson._handler(None, type(error), error, None)
+        return capsys.readouterr().out.splitlines()[0]
+
+    stub = ImportError("cannot import name 'ToolDefinition' from 'pi_course'")
+    first = raised(stub)
+    assert (
+        first
+        == "需要先完成实践 5.1（出站转换）：pi_course/protocol.py、pi_course/outbound.py 里还是占位实现。"
+    )
+    later = raised(NameError("name 'replay' is not defined", name="replay"))
+    assert later == first[:-1] + "；上面定义 replay 的那一格也是因此停下的。", later
+    assert "前面的格子" not in later
+    assert raised(KeyError("mainline")).endswith("上面算出这一格要用的结果的那一格也是因此停下的。")
+
+    monkeypatch.setattr(lesson, "_session", lesson._Session())  # a copy whose 5.2 is written, but wrong
+    broken = stages.Problem("5.2", "broken", "4/2 fixture 以 error 结束")
+    with pytest.raises(lesson.StepProblem) as stopped:
+        raise lesson.StepProblem(broken)
+    raised(stopped.value)
+    later = raised(NameError("name 'diagnostic' is not defined", name="diagnostic"))
+    assert later == (
+        "实践 5.2（normalized transport 状态机）的代码还有问题：4/2 fixture 以 error 结束；"
+        "上面定义 diagnostic 的那一格也是因此停下的。"
+    ), later
+    assert "占位实现" not in later

@@ -156,7 +156,7 @@
     note.className = "pi-course-target";
     note.setAttribute("role", "note");
     note.textContent =
-      "先别看：这是第 05 章的答案（target）。先在 practice/pi_course/ 里自己写，检查点变绿之后再来对照；这里的文件不要改。";
+      "先别看：这是第 05 章的答案（target）。先在 practice/pi_course/ 里自己写，检查点打印「完成」之后再来对照；这里的文件不要改。";
     note.style.cssText =
       "position:absolute;top:0;left:0;right:0;z-index:1;padding:6px 12px;font-weight:600;" +
       "color:var(--jp-error-color1,#cf222e);background:var(--jp-layout-color2,#f6f8fa);" +
