@@ -1338,6 +1338,7 @@ FIELD_RULES = (
     [b"retry: 100\ndata: 1\n\n", b"foo: bar\ndata: 2\n\n"],
     [b": only a comment\n\n", b"event: x\n\n"],  # no data line: no event
     [b"data\n\ndata:\n\ndata:  two spaces\n\n"],
+    [b"data:x\ndata:{}\n\n"],  # no space after the colon: nothing of the value is dropped
     [b"\xef\xbb\xbf\xef\xbb\xbfdata: 1\n\ndata: 2\n\n"],  # only one BOM is dropped
     [b"data: 1\r\n", b"\r\n", b"data: 2\r", b"\r"],
 )
@@ -1654,6 +1655,14 @@ SINGLE_FAULTS: list[tuple[tuple[str | int, ...], object]] = [
     (("usage",), []), (("usage", "prompt_tokens"), -1), (("usage", "completion_tokens"), "5"),
     (("usage", "total_tokens"), True), (("usage", "completion_tokens"), 2.5),
 ]  # fmt: skip
+# 「index 必须是非负安全整数」「再检查三个非负安全整数」: each count at the edges of that, as JSON can send
+# it (a float that is a whole number is one: JSON.parse reads 5.0 as 5), alone in a well-formed payload.
+COUNT_PATHS = (
+    ("choices", 0, "delta", "tool_calls", 0, "index"),
+    *(("usage", key) for key in ("prompt_tokens", "completion_tokens", "total_tokens")),
+)
+EDGE_COUNTS = (0, 0.0, -0.0, -1, -1.0, 1.5, 2**53 - 1, float(2**53 - 1), 2**53, float(2**53), 1e300, False)
+SINGLE_FAULTS += [(path, value) for path in COUNT_PATHS for value in EDGE_COUNTS]
 
 
 def single_faults() -> Iterator[object]:

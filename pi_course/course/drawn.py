@@ -64,12 +64,14 @@ def same_inputs_everywhere() -> Iterator[None]:
     try:
         from hypothesis.internal.conjecture import providers
         from hypothesis.internal.constants_ast import Constants
-    except ImportError:  # another hypothesis: its facts differ, nothing kept is replayed either
+
+        saved = providers._get_local_constants
+        cache = providers.CONSTANTS_CACHE.cache
+    except (ImportError, AttributeError):  # another hypothesis: its facts differ, nothing kept is replayed
         yield
         return
-    saved = providers._get_local_constants
     providers._get_local_constants = Constants
-    providers.CONSTANTS_CACHE.cache.clear()
+    cache.clear()
     try:
         yield
     finally:

@@ -81,3 +81,12 @@ def test_the_switch_and_another_test_file_draw_again(monkeypatch: pytest.MonkeyP
     assert drawn.replay(where, other) is None
     monkeypatch.setenv(drawn.SWITCH, "0")
     assert drawn.replay(where, COMPARE) is None
+
+
+def test_hypothesis_draws_without_the_local_code_s_constants_and_gets_them_back_after() -> None:
+    from hypothesis.internal.conjecture import providers
+
+    before = providers._get_local_constants
+    with drawn.same_inputs_everywhere():
+        assert providers._get_local_constants().strings == set()
+    assert providers._get_local_constants is before
