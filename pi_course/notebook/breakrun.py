@@ -324,7 +324,8 @@ def focused_tests(run: BreakRun) -> bool:
         scratch.remove()
     expected = step("5.2").expected
     passed = report.passed.get("5.2", 0)
-    where = "跑在一份临时副本上（同样的模拟改动，你的文件不动）"
+    files = "你的文件" if "你的" in whose() else "参考实现的文件"  # the book's 05-5 is not the learner's
+    where = f"跑在一份临时副本上（同样的模拟改动，{files}不动）"
     print(f"5.2 的 {expected} 项测试，{where}：{passed}/{expected} 通过")
     for name, _ in report.failures:
         print(f"  ✗ {name}")
