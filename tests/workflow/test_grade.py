@@ -254,7 +254,9 @@ try:
 except KeyboardInterrupt:
     sys.exit(130)
 """
-    process = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT)
+    # A run started in the background (nohup, `&`) inherits SIGINT ignored: Ctrl-C is what is tested.
+    process = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
     try:
         deadline = time.monotonic() + 180  # a hang bound: two processes start in well under a second
         while len(list(pids.iterdir())) < 2 and time.monotonic() < deadline:

@@ -102,7 +102,7 @@ def test_a_run_cut_short_writes_the_graded_rows_and_leaves_nothing(
         [sys.executable, "-m", "pi_course", "grade", "05", str(course), "--jobs", "1", "--json", str(out),
          "--csv", str(tmp_path / "class.csv")],
         cwd=tmp_path, env={**os.environ, "TMPDIR": str(scratch)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True,
+        text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # even started in the background
     )  # fmt: skip
     try:
         assert process.stderr is not None
