@@ -280,3 +280,48 @@ def test_the_book_folds_the_migration_answer_and_points_the_break_at_a_copy(
     page.screenshot(path=str(SHOTS / "predict-book-05-5-dark.png"))
     set_theme(page, "JupyterLab Light")
     page.close()
+
+
+def test_a_notebook_saved_closed_and_reopened_shows_its_stepper_again(
+    lab: tuple[str, str], browser: Any
+) -> None:
+    """The learner's next day: run, save, close (kernel shut down), open again. The stepper comes
+    back from the widget state the save stored (the course sets JupyterLab's ``saveState``) and
+    steps without a kernel; JupyterLab's own default would leave "model not found" under the table."""
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=60_000)
+    path = "done/notebooks/05-0-overview.ipynb"
+    page = _open(browser, lab, path)
+    result = _run_all(page)
+    assert not result["errors"], result["errors"]
+    expect(page.locator(".pi-stepper")).to_have_count(1)
+    page.evaluate(
+        """async () => { const panel = window.jupyterapp.shell.currentWidget;
+           await window.jupyterapp.commands.execute('docmanager:save');
+           if (panel.context.model.dirty) throw new Error('not saved');
+           await panel.sessionContext.shutdown(); }"""
+    )
+    page.close()  # the tab closed: nothing of this session's widgets is left in a page
+
+    page = _open(browser, lab, path)
+    cell = _cell(page, "PartialStepper.replay(MAINLINE_CHUNKS")
+    output = _output(page, cell)
+    output.scroll_into_view_if_needed()
+    stepper = output.locator(".pi-stepper")
+    expect(stepper).to_have_count(1)
+    expect(page.get_by_text("model not found")).to_have_count(0)
+    expect(output.locator(".pi-static:visible")).to_have_count(0)  # shown once: the live stepper
+    handle = stepper.locator(".noUi-handle").first
+    handle.focus()
+    handle.press("End")  # steps with no kernel: the pages and links are in the saved state
+    last = round(float(handle.get_attribute("aria-valuemax") or "0"))
+    expect(stepper.locator(".pi-page:visible tr.pi-current")).to_contain_text(f"▶ {last}")
+    stepper.scroll_into_view_if_needed()
+    page.screenshot(path=str(SHOTS / "reopen-05-0-stepper-light.png"))
+    set_theme(page, "JupyterLab Dark")
+    stepper.scroll_into_view_if_needed()
+    page.screenshot(path=str(SHOTS / "reopen-05-0-stepper-dark.png"))
+    set_theme(page, "JupyterLab Light")
+    page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.shutdown()")
+    page.close()
