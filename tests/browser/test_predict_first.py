@@ -4,8 +4,9 @@ A complete practice copy (learner ``ada``): Run All leaves every question's answ
 cell says to write the prediction first); writing a prediction and running the cell shows the
 answer; the 4/2 stepper's list then grows as it steps (a later step's event is not on screen
 before that step); 05-5 shows the correct and broken runs side by side. A fresh copy: a
-question's cell shows no 预期输出 box before the prediction. Light and dark screenshots go to
-``build/browser/predict-*.png``.
+question's cell shows no 预期输出 box before the prediction. The complete copy's 05-0 saved,
+closed and reopened shows its stepper again, not "model not found". Light and dark screenshots go
+to ``build/browser/predict-*.png`` and ``reopen-*.png``.
 """
 
 from __future__ import annotations
