@@ -182,8 +182,8 @@ def _say_predictions(predictions: Sequence[object], cell: Mapping[str, Any], bel
     shown = predictions[0] if len(predictions) == 1 else tuple(predictions)
     where = "答案在下面" if below else "这一格的答案要等上面说的那一步完成、再运行才算得出来"
     # The 看答案 fold follows the cell where the prediction is written; later cells echo it from below.
-    fold = "下面" if re.search(r"^\s*my_\w+\s*=", _session.source, re.MULTILINE) else "上面"
-    print(f"你的预测：{shown!r}（{where}，和{fold}折叠的「看答案」对照）")
+    fold = "这一格下面" if re.search(r"^\s*my_\w+\s*=", _session.source, re.MULTILINE) else "上面"
+    print(f"你的预测：{shown!r}（{where}；为什么，展开{fold}折叠的「看答案」）")
     answers = cell.get("metadata", {}).get(METADATA_KEY, {}).get("answers") or []
     for number, (prediction, answer) in enumerate(zip(predictions, answers, strict=False), 1):
         if answer:

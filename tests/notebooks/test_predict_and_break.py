@@ -466,7 +466,7 @@ def test_the_echo_points_to_the_answer_fold_where_it_is(
     """The fold follows the cell where the prediction is written: below from there, above later."""
     monkeypatch.setattr(lesson._session, "source", "my_slots = 3\npredict(my_slots)")
     lesson._say_predictions([3], {})
-    assert "和下面折叠的「看答案」对照" in capsys.readouterr().out
+    assert "展开这一格下面折叠的「看答案」" in capsys.readouterr().out
     monkeypatch.setattr(lesson._session, "source", "predict(my_slots)  # 上面写下的预测\nshow()")
     lesson._say_predictions([3], {})
-    assert "和上面折叠的「看答案」对照" in capsys.readouterr().out
+    assert "展开上面折叠的「看答案」" in capsys.readouterr().out
