@@ -283,31 +283,40 @@ def test_the_book_folds_the_migration_answer_and_points_the_break_at_a_copy(
     page.close()
 
 
-def test_a_notebook_saved_closed_and_reopened_shows_its_stepper_again(
-    lab: tuple[str, str], browser: Any
-) -> None:
-    """The learner's next day: run, save, close (kernel shut down), open again. The stepper comes
-    back from the widget state the save stored (the course sets JupyterLab's ``saveState``) and
-    steps without a kernel; JupyterLab's own default would leave "model not found" under the table."""
-    from playwright.sync_api import expect
-
-    expect.set_options(timeout=60_000)
-    path = "done/notebooks/05-0-overview.ipynb"
-    page = _open(browser, lab, path)
-    result = _run_all(page)
-    assert not result["errors"], result["errors"]
-    expect(page.locator(".pi-stepper")).to_have_count(1)
+def _save_and_close(page: Any) -> None:
+    """Save (as Ctrl+S does), shut the kernel down and close the tab: the learner's day ends."""
     page.evaluate(
         """async () => { const panel = window.jupyterapp.shell.currentWidget;
            await window.jupyterapp.commands.execute('docmanager:save');
            if (panel.context.model.dirty) throw new Error('not saved');
            await panel.sessionContext.shutdown(); }"""
     )
-    page.close()  # the tab closed: nothing of this session's widgets is left in a page
+    page.close()  # nothing of this session's widgets is left in a page
+
+
+def test_a_notebook_saved_closed_and_reopened_shows_its_stepper_again(
+    lab: tuple[str, str], browser: Any
+) -> None:
+    """The learner's next day: run, save, close, open again. The stepper comes back from the widget
+    state the save stored (the course sets JupyterLab's ``saveState``) and steps without a kernel;
+    JupyterLab's own default left "model not found" under the table. Saved again that day without
+    re-running the cell, the state is gone (JupyterLab keeps live widgets only): the day after, the
+    table shows and the cell says how the stepper comes back, in place of JupyterLab's error."""
+    from playwright.sync_api import expect
+
+    from pi_course.notebook.stepper import MISSING_NOTE
+
+    expect.set_options(timeout=60_000)
+    path, marker = "done/notebooks/05-0-overview.ipynb", "PartialStepper.replay(MAINLINE_CHUNKS"
+    page = _open(browser, lab, path)
+    result = _run_all(page)
+    assert not result["errors"], result["errors"]
+    expect(page.locator(".pi-stepper")).to_have_count(1)
+    _save_and_close(page)
 
     page = _open(browser, lab, path)
-    cell = _cell(page, "PartialStepper.replay(MAINLINE_CHUNKS")
-    output = _output(page, cell)
+    page.evaluate("async () => { await window.jupyterapp.shell.currentWidget.context.ready; }")
+    output = _output(page, _cell(page, marker))
     output.scroll_into_view_if_needed()
     stepper = output.locator(".pi-stepper")
     expect(stepper).to_have_count(1)
@@ -323,6 +332,23 @@ def test_a_notebook_saved_closed_and_reopened_shows_its_stepper_again(
     set_theme(page, "JupyterLab Dark")
     stepper.scroll_into_view_if_needed()
     page.screenshot(path=str(SHOTS / "reopen-05-0-stepper-dark.png"))
+    set_theme(page, "JupyterLab Light")
+    _write_and_run(page, _cell(page, "my_same = ..."), "my_same = ...", "my_same = False")  # not the stepper
+    _save_and_close(page)
+
+    page = _open(browser, lab, path)
+    page.evaluate("async () => { await window.jupyterapp.shell.currentWidget.context.ready; }")
+    output = _output(page, _cell(page, marker))
+    output.scroll_into_view_if_needed()
+    expect(output.locator(".pi-static")).to_be_visible()
+    error = page.get_by_text("model not found")
+    expect(error).to_have_count(1)  # the state is gone, as JupyterLab saves it ...
+    expect(error).to_be_hidden()  # ... and the cell says what to do instead
+    said = error.evaluate("node => getComputedStyle(node, '::before').content")
+    assert MISSING_NOTE in said, said
+    output.screenshot(path=str(SHOTS / "reopen-05-0-saved-again-light.png"))
+    set_theme(page, "JupyterLab Dark")
+    output.screenshot(path=str(SHOTS / "reopen-05-0-saved-again-dark.png"))
     set_theme(page, "JupyterLab Light")
     page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.shutdown()")
     page.close()
