@@ -99,6 +99,15 @@ def _output(page: Any, index: int) -> Any:
     return page.locator(".jp-Notebook .jp-Cell").nth(index).locator(".jp-OutputArea")
 
 
+def _light_and_dark(page: Any, shown: Any, name: str) -> None:
+    """Screenshots ``name``-light.png and ``name``-dark.png with ``shown`` in view; light again after."""
+    for theme in ("light", "dark"):
+        set_theme(page, f"JupyterLab {theme.title()}")
+        shown.scroll_into_view_if_needed()
+        page.screenshot(path=str(SHOTS / f"{name}-{theme}.png"))
+    set_theme(page, "JupyterLab Light")
+
+
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
@@ -173,12 +182,7 @@ def test_a_copy_shows_the_break_side_by_side(lab: tuple[str, str], browser: Any)
     expect(output).to_contain_text("第一处不同在第 1 条事件")
     expect(output).to_contain_text("2/3 通过")
     assert output.locator("td.pi-missing").count() == 1  # the first difference, marked once
-    table.scroll_into_view_if_needed()
-    page.screenshot(path=str(SHOTS / "predict-copy-05-5-break-light.png"))
-    set_theme(page, "JupyterLab Dark")
-    table.scroll_into_view_if_needed()
-    page.screenshot(path=str(SHOTS / "predict-copy-05-5-break-dark.png"))
-    set_theme(page, "JupyterLab Light")
+    _light_and_dark(page, table, "predict-copy-05-5-break")
     restored = _output(page, _cell(page, "as_it_is(DIAGNOSTIC_4_2_CHUNKS)"))
     expect(restored.locator("table.pi-compare")).to_have_count(1)
     assert restored.locator("td.pi-bad, td.pi-missing").count() == 0
@@ -327,12 +331,7 @@ def test_a_notebook_saved_closed_and_reopened_shows_its_stepper_again(
     handle.press("End")  # steps with no kernel: the pages and links are in the saved state
     last = round(float(handle.get_attribute("aria-valuemax") or "0"))
     expect(stepper.locator(".pi-page:visible tr.pi-current")).to_contain_text(f"▶ {last}")
-    stepper.scroll_into_view_if_needed()
-    page.screenshot(path=str(SHOTS / "reopen-05-0-stepper-light.png"))
-    set_theme(page, "JupyterLab Dark")
-    stepper.scroll_into_view_if_needed()
-    page.screenshot(path=str(SHOTS / "reopen-05-0-stepper-dark.png"))
-    set_theme(page, "JupyterLab Light")
+    _light_and_dark(page, stepper, "reopen-05-0-stepper")
     _write_and_run(page, _cell(page, "my_same = ..."), "my_same = ...", "my_same = False")  # not the stepper
     _save_and_close(page)
 
@@ -346,9 +345,6 @@ def test_a_notebook_saved_closed_and_reopened_shows_its_stepper_again(
     expect(error).to_be_hidden()  # ... and the cell says what to do instead
     said = error.evaluate("node => getComputedStyle(node, '::before').content")
     assert MISSING_NOTE in said, said
-    output.screenshot(path=str(SHOTS / "reopen-05-0-saved-again-light.png"))
-    set_theme(page, "JupyterLab Dark")
-    output.screenshot(path=str(SHOTS / "reopen-05-0-saved-again-dark.png"))
-    set_theme(page, "JupyterLab Light")
+    _light_and_dark(page, output, "reopen-05-0-saved-again")
     page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.shutdown()")
     page.close()
