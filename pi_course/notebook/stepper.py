@@ -34,18 +34,26 @@ LIVE_STYLE = """
 .pi-stepper .pi-live:focus { outline: 1px dashed var(--jp-brand-color1, #1976d2); outline-offset: 2px; }
 """
 
-#: In the static table's own output, for JupyterLab. A notebook saved again without re-running a
-#: stepper it reopened loses that stepper's widget state (JupyterLab keeps only live widgets), and
-#: the widget's output would read "Error displaying widget: model not found" under the table: it
-#: says instead how the stepper comes back. (Loading, the same node is empty or has children.)
-MISSING_NOTE = "步进器没有随笔记本保存下来：再运行这一格，就能播放、拖动；上面的表格已列出每一步。"
-_MISSING = (
-    ".jp-OutputArea-child:has(.pi-static) + .jp-OutputArea-child .jupyter-widgets:not(:empty):not(:has(*))"
+#: In the static table's own output, for JupyterLab: the widget's output when its stepper did not
+#: come back. A notebook saved again without re-running a stepper it reopened has lost that
+#: stepper's widget state (JupyterLab saves live widgets only): "Error displaying widget: model not
+#: found". The browser tab keeps the state but never restores it: "Loading widget..." for good.
+#: Both read this note instead; "Loading" only after a wait, as a widget that does come back has
+#: replaced its text with the stepper (element children) by then.
+MISSING_NOTE = "步进器没能从保存的笔记本里恢复：再运行这一格，就能播放、拖动；上面的表格已列出每一步。"
+_WIDGET_TEXT = (  # the widget's output holding only its renderer's text
+    ".jp-OutputArea-child:has(.pi-static) + .jp-OutputArea-child"
+    " > .jp-OutputArea-output:not(:empty):not(:has(*))"
 )
+_NOTE = "font-size: var(--jp-content-font-size1, 14px); visibility: visible;"
 MISSING_STYLE = (
-    f"{_MISSING} {{ font-size: 0; visibility: hidden; }}"
-    f'{_MISSING}::before {{ content: "{MISSING_NOTE}"; visibility: visible; '
-    "font-size: var(--jp-content-font-size1, 14px); color: var(--jp-ui-font-color2, #555); }"
+    f'{_WIDGET_TEXT}::before {{ content: "{MISSING_NOTE}"; color: var(--jp-ui-font-color2, #555); }}'
+    f"{_WIDGET_TEXT}.jupyter-widgets {{ font-size: 0; visibility: hidden; }}"  # the error: at once
+    f"{_WIDGET_TEXT}.jupyter-widgets::before {{ {_NOTE} }}"
+    f"{_WIDGET_TEXT}:not(.jupyter-widgets) {{ animation: pi-note-text 0s 12s both; }}"  # still loading
+    f"{_WIDGET_TEXT}:not(.jupyter-widgets)::before {{ animation: pi-note 0s 12s both; }}"
+    "@keyframes pi-note-text { from { } to { font-size: 0; visibility: hidden; } }"
+    f"@keyframes pi-note {{ from {{ font-size: 0; visibility: hidden; }} to {{ {_NOTE} }} }}"
 )
 
 #: Below the static table (and in a practice copy's 预期输出, which shows it): true wherever it shows.
