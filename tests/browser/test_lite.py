@@ -17,6 +17,8 @@ host name but loopback unresolvable, so a request to any CDN fails instead of qu
   one line naming the file and ``check()``; ``reset()`` puts one file back; ``download_copy()``
   downloads a zip that holds the learner's edits.
 * Every practice notebook, with that solution in storage, runs without an error or thread failure.
+* A stepper run, saved and reopened in the tab: its state is saved (``saveState``), and its output
+  says how it comes back (the tab's widget manager never restores it).
 * No request the pages or their workers made left loopback.
 
 It also measures (not asserted: machine load varies) and writes to ``build/lite-bench.json``: the
@@ -948,3 +950,44 @@ def test_reset_reloads_the_open_editor_and_the_answer_key_says_wait(site: Site, 
         encoding="utf-8"
     )
     assert readme.startswith("# 先别看")
+
+
+def test_a_stepper_saved_and_reopened_in_the_tab_says_how_it_comes_back(site: Site, browser: Browser) -> None:
+    """The tab saves the widget state (``saveState`` in tools/lite/overrides.json) but its widget
+    manager never restores it: a reopened stepper's output, "Loading widget..." for good, gives way
+    to the note that says to run the cell again; the table lists every step meanwhile."""
+    from playwright.sync_api import expect
+
+    from pi_course.notebook.stepper import MISSING_NOTE
+
+    path, marker = "notebooks/05-0-overview.ipynb", "PartialStepper.replay(MAINLINE_CHUNKS"
+    page = browser.new_page()
+    open_notebook(page, site, path)
+    assert errors(page.evaluate(script(RUN_ALL))) == []
+    expect(page.locator(".pi-stepper")).to_have_count(1)
+    page.evaluate("async () => { await window.jupyterapp.commands.execute('docmanager:save'); }")
+    saved = page.evaluate(
+        """async (path) => { const model = await window.jupyterapp.serviceManager.contents.get(path, {type: 'notebook', content: true});
+           const state = model.content.metadata.widgets['application/vnd.jupyter.widget-state+json'].state;
+           const shown = model.content.cells.flatMap(c => c.outputs || [])
+             .map(o => (o.data || {})['application/vnd.jupyter.widget-view+json']).filter(v => v);
+           return shown.map(v => v.model_id in state); }""",
+        path,
+    )
+    assert saved == [True], saved  # the output's model is in the saved state
+    context = page.context
+    page.close()  # the tab closed; the same browser storage opens it again
+    page = context.new_page()
+    try:
+        open_notebook(page, site, path)
+        page.evaluate(BOOTED)
+        output = page.locator(".jp-CodeCell", has_text=marker).locator(".jp-OutputArea")
+        output.scroll_into_view_if_needed()
+        expect(output.locator(".pi-static")).to_be_visible()
+        loading = output.get_by_text("Loading widget")
+        expect(loading).to_be_hidden(timeout=60_000)  # after 12 s: the note in its place
+        said = loading.evaluate("node => getComputedStyle(node, '::before').content")
+        assert MISSING_NOTE in said, said
+        output.screenshot(path=str(ROOT / "build" / "lite-reopened-stepper-light.png"))
+    finally:
+        close(page)
