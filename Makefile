@@ -89,7 +89,7 @@ test: lint suite nbval
 notebooks: $(STAMP)
 	$(BIN)/python tools/run_notebooks.py notebooks/*.ipynb
 
-# The comparisons' inputs, drawn once from the reference (pi_course/course/drawn.py): after any edit of
+# The comparisons' inputs, drawn once from the reference (pi_course/course/checker/drawn.py): after any edit of
 # tests/test_05_compare.py (tests/unit/test_drawn.py says when they are stale).
 drawn: $(STAMP)
 	$(BIN)/python tools/draw_inputs.py

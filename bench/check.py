@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT / "tests" / "workflow"))
 from learners import apply  # noqa: E402
 
 from pi_course.chapter.steps import STEPS  # noqa: E402
-from pi_course.course.stepcache import CACHE_FILE  # noqa: E402
+from pi_course.course.checker.stepcache import CACHE_FILE  # noqa: E402
 
 ROUNDS = 2
 GOALS = {"cold": 4.0, "warm": 1.0, "edited": 3.0, "step": 1.5}

@@ -28,8 +28,8 @@ except ModuleNotFoundError as _missing:
     import sys as _sys
     from pathlib import Path as _Path
 
-    from .course.pythons import course_python as _course_python
-    from .course.pythons import use_instead as _use_instead
+    from .course.copies.pythons import course_python as _course_python
+    from .course.copies.pythons import use_instead as _use_instead
 
     # The Python that made this copy (or the clone's .venv), by its real path, with the command run.
     _command = (

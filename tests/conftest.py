@@ -2,7 +2,7 @@
 
 Copied into practice copies (and packed into the wheel) beside the chapter's test files, so a
 learner's own ``python -m pytest`` runs them too. ``check``'s time bound and report facts are not
-here: its runner registers its own plugin (``pi_course/course/plugin_path/pi_course_check/``).
+here: its runner registers its own plugin (``pi_course/course/checker/plugin_path/pi_course_check/``).
 """
 
 from __future__ import annotations

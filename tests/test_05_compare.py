@@ -3,7 +3,7 @@
 The rule checks (``test_05_rules.py``) test the rules somebody listed; these compare. Each check
 takes one piece the learner wrote (the outbound conversion, the adapter, the SSE decoder, the
 payload validator, the chunk reader, the HTTP transport) and runs it beside the chapter's reference
-piece (``pi_course.course.twin``: the reference modules over the copy's own given code), with
+piece (``pi_course.course.checker.twin``: the reference modules over the copy's own given code), with
 the rest of the pipeline the reference's, on:
 
 * every recording the course ships (``pi_course/provider/recordings/``), read strictly and with
@@ -59,11 +59,11 @@ from pi_course import (
     UserMessage,
 )
 from pi_course.chapter.contract import open_points, point
-from pi_course.course import drawn, refcache
-from pi_course.course.inkernel import await_here
-from pi_course.course.plugin_path.pi_course_check.contract import Fact
-from pi_course.course.starters import reference_sources
-from pi_course.course.twin import Twin, reference_twin
+from pi_course.course.checker import drawn, refcache
+from pi_course.course.checker.plugin_path.pi_course_check.contract import Fact
+from pi_course.course.checker.twin import Twin, reference_twin
+from pi_course.course.copies.starters import reference_sources
+from pi_course.course.running.inkernel import await_here
 
 try:
     from hypothesis import HealthCheck, Phase, given, settings
@@ -162,7 +162,7 @@ def on_generated(examples: int, inputs: Callable[[], Any], compare_one: Callable
     (derandomized: the same inputs every run), the first failure shrunk to a minimal input; how
     many were compared.
 
-    The inputs are drawn once, when the course is built, and replayed (``pi_course.course.drawn``):
+    The inputs are drawn once, when the course is built, and replayed (``pi_course.course.checker.drawn``):
     at the first replayed input that fails, hypothesis draws them again up to it and shrinks it (a
     drawing that never meets it fails on the replayed input itself)."""
     need_hypothesis()

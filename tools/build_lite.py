@@ -224,8 +224,8 @@ def contents(scratch: Path) -> Path:
         (root / "notebooks" / notebook.name).write_text(text, encoding="utf-8")
     run(sys.executable, "-m", "pi_course", "practice", "05", root / "practice")  # its hint: a scratch path
     # The browser's LEARNING.md: each terminal step as the notebook call (no terminal in a tab).
-    from pi_course.course.practice import learning_md
-    from pi_course.course.pythons import MADE_BY
+    from pi_course.course.copies.practice import learning_md
+    from pi_course.course.copies.pythons import MADE_BY
 
     (root / "practice" / "LEARNING.md").write_text(learning_md("browser"), encoding="utf-8")
     (root / "practice" / MADE_BY).unlink()  # this machine's Python: nothing a tab can run

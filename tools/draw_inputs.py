@@ -1,7 +1,7 @@
-"""Draw the comparisons' inputs once (``make drawn``): pi_course/course/drawn_inputs.json.
+"""Draw the comparisons' inputs once (``make drawn``): pi_course/course/checker/drawn_inputs.json.
 
 Runs ``tests/test_05_compare.py`` on the reference (which passes every input, so hypothesis draws
-each comparison's whole derandomized sequence) with :data:`pi_course.course.drawn.SWITCH` naming a
+each comparison's whole derandomized sequence) with :data:`pi_course.course.checker.drawn.SWITCH` naming a
 scratch file, then puts it in place. Run it after any edit of ``tests/test_05_compare.py``; a unit
 test (tests/unit/test_drawn.py) says when the kept inputs are stale.
 """
@@ -18,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pi_course.course import drawn  # noqa: E402
+from pi_course.course.checker import drawn  # noqa: E402
 
 
 def main() -> None:

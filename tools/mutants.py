@@ -39,8 +39,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pi_course.course.practice import create_practice  # noqa: E402
-from pi_course.course.starters import as_practice, lab_regions, reference_sources  # noqa: E402
+from pi_course.course.copies.practice import create_practice  # noqa: E402
+from pi_course.course.copies.starters import as_practice, lab_regions, reference_sources  # noqa: E402
 
 EQUIVALENT = Path(__file__).with_name("mutants_equivalent.json")
 CHECK_TIMEOUT = 180.0  # seconds per mutant's check (check bounds itself well below this)

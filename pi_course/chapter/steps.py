@@ -65,3 +65,11 @@ def step(number: str) -> Step:
         if candidate.number == number:
             return candidate
     raise KeyError(f"unknown step {number!r}; choose one of {', '.join(STEP_NUMBERS)}")
+
+
+def step_of(name: str, steps: tuple[Step, ...] = STEPS) -> Step | None:
+    """The practice step a focused test belongs to, by its name (``test_<keyword>…``)."""
+    for candidate in steps:
+        if name.startswith(f"test_{candidate.keyword}"):
+            return candidate
+    return None

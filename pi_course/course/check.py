@@ -1,16 +1,16 @@
 """``check``: what notebook checkpoint cells and ``python -m pi_course check 05`` call.
 
-Every door builds one :class:`~.request.CheckRequest`; one run of the tests gives one
-:class:`~.facts.Report`; :func:`~.judgement.judge` turns it into the one
-:class:`~.judgement.Judgement` everything shown reads: the count lines, the next steps
-(:mod:`.advice`), the verdict (the last line, which the exit status follows) and, with ``--json``,
+Every door builds one :class:`~.checker.request.CheckRequest`; one run of the tests gives one
+:class:`~.checker.facts.Report`; :func:`~.checker.judgement.judge` turns it into the one
+:class:`~.checker.judgement.Judgement` everything shown reads: the count lines, the next steps
+(:mod:`.checker.advice`), the verdict (the last line, which the exit status follows) and, with ``--json``,
 the record that ``grade`` collects per copy.
 
 ``python -m pi_course check 05`` runs the focused tests and the checks beyond the chapter; the
 chapter is done when all 11 focused tests and every beyond check pass. ``--step 5.x`` runs that
 step and every step before it; ``--course-only`` the focused tests alone. ``check()`` from Python
 (the notebooks' checkpoint cells) runs the focused tests alone unless ``beyond=True``. In a
-practice copy the results of steps whose files did not change are not run again (:mod:`.stepcache`).
+practice copy the results of steps whose files did not change are not run again (:mod:`.checker.stepcache`).
 """
 
 from __future__ import annotations
@@ -21,16 +21,16 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from .assemble import instructor_copy
-from .checkpoint import tested_tree
-from .copyrun import DEFAULT_TIMEOUT, assembled_check, run_copy
+from .checker.copyrun import DEFAULT_TIMEOUT, assembled_check, run_copy
+from .checker.judgement import Judgement, judge, judged_steps, record_of, text_lines
+from .checker.record import CopyRecord, nothing_ran, parse_record, record_line
+from .checker.request import CheckRequest
+from .checker.testrun import run_tests
+from .copies.assemble import instructor_copy
+from .copies.checkpoint import tested_tree
+from .copies.locate import check_target, course_root, is_practice_copy, practice_path_problem
 from .exits import EXIT_DONE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE
-from .judgement import Judgement, judge, judged_steps, record_of, text_lines
-from .locate import check_target, course_root, is_practice_copy, practice_path_problem
-from .record import CopyRecord, nothing_ran, parse_record, record_line
-from .request import CheckRequest
-from .sandbox import SandboxError, choose, not_sandboxed_line
-from .testrun import run_tests
+from .running.sandbox import SandboxError, choose, not_sandboxed_line
 
 __all__ = ["check", "check_command", "check_record", "course_root", "judged", "print_judgement"]
 
@@ -112,7 +112,7 @@ def check_command(request: CheckRequest) -> int:
     text a learner reads goes to stderr, so ``grade`` gets both from one run.
 
     ``--path`` to a practice copy checks its lesson files with this installation's tests, in the
-    sandbox ``grade`` uses (:func:`.copyrun.run_copy`); ``assembled`` is that sandbox's own call,
+    sandbox ``grade`` uses (:func:`.checker.copyrun.run_copy`); ``assembled`` is that sandbox's own call,
     on the tree it built.
     """
     root, line = check_target(request.path, _cwd(), course_root(), reference=request.reference)

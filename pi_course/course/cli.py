@@ -20,11 +20,11 @@ from typing import TypeAlias
 from ..chapter.steps import STEP_NUMBERS
 from ..provider import DEFAULT_PORT, default_model
 from .chat import before_51, chat, missing_server
+from .checker.import_failure import lesson_imported
 from .exits import EXIT_DONE, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE
-from .import_failure import lesson_imported
 from .oserrors import reason as said_reason
 from .parser import ChineseParser
-from .sandbox import CHOICES as SANDBOX_CHOICES
+from .running.sandbox import CHOICES as SANDBOX_CHOICES
 
 
 class _CourseParser(ChineseParser):
@@ -180,9 +180,9 @@ def _practice_command(commands: _Commands) -> None:
 
 
 def _run_practice(args: argparse.Namespace) -> int:
-    from .points import GradebookError, parse_points
-    from .practice import create_practice, next_steps, python_problem
-    from .starters import PracticeError
+    from .copies.points import GradebookError, parse_points
+    from .copies.practice import create_practice, next_steps, python_problem
+    from .copies.starters import PracticeError
 
     problem = python_problem()
     if problem is not None:
@@ -262,7 +262,7 @@ def _check_options(args: argparse.Namespace, check: argparse.ArgumentParser) -> 
 
 def _run_check(args: argparse.Namespace) -> int:
     from .check import check_command
-    from .request import CheckRequest
+    from .checker.request import CheckRequest
 
     request = CheckRequest(
         step=args.step,
@@ -294,7 +294,7 @@ def _checkpoint_command(commands: _Commands) -> None:
 
 
 def _run_checkpoint(args: argparse.Namespace) -> int:
-    from .checkpoint import checkpoint_command
+    from .copies.checkpoint import checkpoint_command
 
     return checkpoint_command(args.diff, args.mine)
 
@@ -303,7 +303,7 @@ def _run_checkpoint(args: argparse.Namespace) -> int:
 
 
 def _grade_command(commands: _Commands) -> None:
-    from .copyrun import DEFAULT_TIMEOUT  # the grade command's own default, read here
+    from .checker.copyrun import DEFAULT_TIMEOUT  # the grade command's own default, read here
 
     grade = commands.add_parser(
         "grade",

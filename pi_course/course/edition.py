@@ -2,7 +2,7 @@
 
 The terminal edition runs ``python -m pi_course check 05``; the browser edition (a JupyterLite
 tab: Pyodide, no terminal, no subprocess) calls ``check()`` from a notebook, and its check runs
-pytest in the kernel (:mod:`.inkernel`).
+pytest in the kernel (:mod:`.running.inkernel`).
 """
 
 from __future__ import annotations

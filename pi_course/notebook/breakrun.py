@@ -314,7 +314,7 @@ def focused_tests(run: BreakRun) -> bool:
 
     if run.source in ("file", "stale"):  # the file on disk is broken: test it as it is
         return check("5.2")
-    from ..course.testrun import run_tests
+    from ..course.checker.testrun import run_tests
     from .breakit import ScratchCopy
 
     scratch = ScratchCopy(course_root())

@@ -16,9 +16,9 @@ import tempfile
 import zipfile
 from pathlib import Path, PurePosixPath
 
+from ..course.copies.locate import find_course_tree, is_practice_copy
+from ..course.copies.practice import create_practice
 from ..course.edition import IN_A_TAB
-from ..course.locate import find_course_tree, is_practice_copy
-from ..course.practice import create_practice
 
 __all__ = ["copy_root", "download_copy", "reset", "starter_of", "zip_copy"]
 

@@ -154,7 +154,7 @@ def autoreloader(shell: Any) -> Any:
 
 def fresh_import_error(root: Path) -> Stale | None:
     """Import the copy's ``pi_course`` afresh (a new module tree, then the kernel's is put back)."""
-    from ..course.inkernel import tree_first
+    from ..course.running.inkernel import tree_first
 
     out = io.StringIO()
     try:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pi_course.chapter.notebooks import NOTEBOOKS
 from pi_course.chapter.steps import STEPS
-from pi_course.course.starters import lab_regions
+from pi_course.course.copies.starters import lab_regions
 
 ROOT = Path(__file__).parents[2]
 

@@ -23,8 +23,8 @@ from pi_course.chapter.contract import (
 )
 from pi_course.chapter.rules import CHAPTER_SOURCE
 from pi_course.chapter.steps import STEP_NUMBERS
-from pi_course.course.starters import reference_sources, starter_sources
-from pi_course.course.twin import edited, reference_twin
+from pi_course.course.checker.twin import edited, reference_twin
+from pi_course.course.copies.starters import reference_sources, starter_sources
 
 
 def test_every_point_has_a_step_a_status_a_sentence_and_says_how_it_is_compared() -> None:
@@ -84,7 +84,7 @@ def test_a_mutant_listed_as_allowed_names_an_open_point_of_the_contract() -> Non
 
 
 CHAPTER = Path("/work/shared/chapter-05.zh.txt")  # the specification, where it is at hand
-TEMPLATE = Path(__file__).parents[2] / "pi_course" / "course" / "templates" / "LEARNING.md"
+TEMPLATE = Path(__file__).parents[2] / "pi_course" / "course" / "copies" / "templates" / "LEARNING.md"
 
 
 def test_every_point_quotes_what_a_learner_has() -> None:

@@ -1,4 +1,4 @@
-"""The kept drawing of the comparisons' inputs (pi_course/course/drawn.py): fresh, faithful, refused when it cannot stand."""
+"""The kept drawing of the comparisons' inputs (pi_course/course/checker/drawn.py): fresh, faithful, refused when it cannot stand."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pi_course import AbortError, AgentContext, SSEEvent, TextContent, ToolCall, UserMessage
-from pi_course.course import drawn
+from pi_course.course.checker import drawn
 from pi_course.protocol import ToolDefinition
 
 COMPARE = Path(__file__).resolve().parents[1] / "test_05_compare.py"

@@ -13,6 +13,11 @@ each module's layer may import only the layers listed for it in ``MAY_IMPORT``:
 * tooling, in one direction: ``provider`` ← ``course`` ← ``notebook``. Notebooks call ``check``
   and show events; the course's command line serves the provider; the provider knows neither.
 
+Inside ``course/`` the subpackages stand in one direction too (``COURSE_MAY_IMPORT``): the small
+shared modules at its top (exit statuses, the edition, OS errors said in Chinese, the parser, one
+event's line) ← ``copies/`` ← ``running/`` ← ``checker/`` ← ``grade/`` ← the doors (``check.py``,
+``cli.py``, ``chat.py``). Making a copy never runs a check; running a process never judges one.
+
 The package's ``__init__`` (the public facade) and ``__main__`` sit on top and are not checked.
 No module may reach itself through imports, inside a layer or across layers (:func:`cycles`): a
 lazy import inside a function counts, since it only hides the circle from Python, not from a reader.
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 import ast
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 PACKAGE = Path(__file__).parents[2] / "pi_course"
@@ -41,6 +47,19 @@ MAY_IMPORT: dict[str, set[str]] = {
 # A violation that is known and owned elsewhere, with why it is still there. Each must still occur
 # (the test fails once it is fixed, so that the entry is removed with it).
 KNOWN: dict[tuple[str, str], str] = {}
+
+# course/'s wings: the subpackages by job, the small shared modules at its top ("shared"), and the
+# doors on top of them all. A wing not named here is a new one: add it.
+COURSE_SHARED = ("edition", "exits", "oserrors", "parser", "describe")
+COURSE_DOORS = ("check", "cli", "chat")
+COURSE_MAY_IMPORT: dict[str, set[str]] = {
+    "shared": {"shared"},
+    "copies": {"shared", "copies"},
+    "running": {"shared", "copies", "running"},
+    "checker": {"shared", "copies", "running", "checker"},
+    "grade": {"shared", "copies", "running", "checker", "grade"},
+    "doors": {"shared", "copies", "running", "checker", "grade", "doors"},
+}
 
 
 def layer_of(module: str) -> str | None:
@@ -107,16 +126,26 @@ def package_files(root: Path) -> list[Path]:
     ]
 
 
-def violations(root: Path = PACKAGE) -> list[tuple[str, str, str]]:
-    """(importing module, imported module, where) for every import its layer may not make."""
+def violations(
+    root: Path = PACKAGE,
+    part_of: Callable[[str], str | None] = layer_of,
+    target_of: Callable[[str], str | None] = target_layer,
+    may_import: dict[str, set[str]] = MAY_IMPORT,
+) -> list[tuple[str, str, str]]:
+    """(importing module, imported module, where) for every import its part may not make.
+
+    ``part_of`` places an importing module (``None``: not checked), ``target_of`` an imported one
+    (``None``: outside what these rules cover); by default the layers of the whole package.
+    """
     found = []
     for path in package_files(root):
         name = module_name(path, root)
-        layer = layer_of(name)
-        if layer is None:
+        part = part_of(name)
+        if part is None:
             continue
         for imported, line in imports_of(path, root):
-            if target_layer(imported) not in MAY_IMPORT[layer]:
+            target = target_of(imported)
+            if target is not None and target not in may_import[part]:
                 found.append((name, imported, f"{path.relative_to(root.parent)}:{line}"))
     return found
 
@@ -127,6 +156,60 @@ def test_every_layer_imports_only_what_it_may() -> None:
     assert unexpected == [], "\n".join(f"{where}: {a} imports {b}" for a, b, where in unexpected)
     still = {(a, b) for a, b, _ in found}
     assert [known for known in KNOWN if known not in still] == [], "fixed: remove it from KNOWN"
+
+
+def course_wing(module: str) -> str | None:
+    """The wing of a ``pi_course.course`` module (``None``: not in ``course/``, or its ``__init__``)."""
+    parts = module.split(".")
+    if parts[:2] != ["pi_course", "course"] or len(parts) == 2:
+        return None
+    if parts[2] in ("copies", "running", "checker", "grade"):
+        return parts[2]
+    if parts[2] in COURSE_SHARED:
+        return "shared"
+    if parts[2] in COURSE_DOORS:
+        return "doors"
+    raise AssertionError(f"{module}: a course module in no wing; add it to test_layers.py")
+
+
+def course_violations(root: Path = PACKAGE) -> list[tuple[str, str, str]]:
+    """(importing module, imported module, where) for every import a course wing may not make."""
+    return violations(root, course_wing, course_wing, COURSE_MAY_IMPORT)
+
+
+def test_every_course_wing_imports_only_the_wings_below_it() -> None:
+    found = course_violations()
+    assert found == [], "\n".join(f"{where}: {a} imports {b}" for a, b, where in found)
+
+
+def test_the_course_wings_stand_in_one_direction() -> None:
+    order = ["shared", "copies", "running", "checker", "grade", "doors"]
+    assert list(COURSE_MAY_IMPORT) == order
+    for index, wing in enumerate(order):
+        assert COURSE_MAY_IMPORT[wing] == set(order[: index + 1]), wing
+
+
+def test_a_course_wing_importing_upwards_is_caught(tmp_path: Path) -> None:
+    """The checker itself: a copy that runs a check, a runner that grades, the doors below grade/."""
+    course = tmp_path / "pi_course" / "course"
+    for wing in ("copies", "running", "checker", "grade"):
+        (course / wing).mkdir(parents=True)
+        (course / wing / "__init__.py").write_text("", encoding="utf-8")
+    (tmp_path / "pi_course" / "__init__.py").write_text("", encoding="utf-8")
+    (course / "__init__.py").write_text("", encoding="utf-8")
+    (course / "copies" / "practice.py").write_text(
+        "from ..checker.stepcache import CACHE_FILE\n", encoding="utf-8"
+    )
+    (course / "running" / "sandbox.py").write_text("from ..copies.locate import PACKAGE\n", encoding="utf-8")
+    (course / "checker" / "copyrun.py").write_text(
+        "from ..running.sandbox import Sandbox\nfrom ..grade import runner\n", encoding="utf-8"
+    )
+    (course / "exits.py").write_text("def f():\n    from .check import check\n", encoding="utf-8")
+    assert course_violations(tmp_path / "pi_course") == [
+        ("pi_course.course.checker.copyrun", "pi_course.course.grade", "pi_course/course/checker/copyrun.py:2"),
+        ("pi_course.course.copies.practice", "pi_course.course.checker.stepcache", "pi_course/course/copies/practice.py:1"),
+        ("pi_course.course.exits", "pi_course.course.check", "pi_course/course/exits.py:2"),
+    ]  # fmt: skip
 
 
 def test_pi_course_here_imports_only_the_standard_library() -> None:
@@ -213,19 +296,20 @@ def test_no_module_reaches_itself_through_imports() -> None:
 def test_a_circle_hidden_in_a_function_is_found(tmp_path: Path) -> None:
     """The checker itself: a circle inside one layer, closed by an import inside a function."""
     course = tmp_path / "pi_course" / "course"
-    course.mkdir(parents=True)
+    (course / "checker").mkdir(parents=True)
     (tmp_path / "pi_course" / "__init__.py").write_text("", encoding="utf-8")
     (course / "__init__.py").write_text("", encoding="utf-8")
-    (course / "advice.py").write_text("from .testrun import Report\n", encoding="utf-8")
-    (course / "testrun.py").write_text("from . import import_failure\n", encoding="utf-8")
-    (course / "import_failure.py").write_text(
-        "def hook():\n    from .check import teller\n", encoding="utf-8"
+    (course / "checker" / "__init__.py").write_text("", encoding="utf-8")
+    (course / "checker" / "advice.py").write_text("from .testrun import Report\n", encoding="utf-8")
+    (course / "checker" / "testrun.py").write_text("from . import import_failure\n", encoding="utf-8")
+    (course / "checker" / "import_failure.py").write_text(
+        "def hook():\n    from ..check import teller\n", encoding="utf-8"
     )
-    (course / "check.py").write_text("from .advice import hints\nimport json\n", encoding="utf-8")
-    (course / "locate.py").write_text("from .testrun import Report\n", encoding="utf-8")
+    (course / "check.py").write_text("from .checker.advice import hints\nimport json\n", encoding="utf-8")
+    (course / "checker" / "facts.py").write_text("from .testrun import Report\n", encoding="utf-8")
     assert cycles(tmp_path / "pi_course") == [
-        ["pi_course.course.advice", "pi_course.course.testrun", "pi_course.course.import_failure",
-         "pi_course.course.check", "pi_course.course.advice"],
+        ["pi_course.course.check", "pi_course.course.checker.advice", "pi_course.course.checker.testrun",
+         "pi_course.course.checker.import_failure", "pi_course.course.check"],
     ]  # fmt: skip
 
 

@@ -125,7 +125,7 @@ def png_source_digest(png: bytes) -> str | None:
 @pytest.mark.slow
 def test_a_scratch_copy_fails_the_4_2_test_and_leaves_the_tree_alone() -> None:
     from pi_course.chapter.steps import step
-    from pi_course.course.testrun import run_tests
+    from pi_course.course.checker.testrun import run_tests
 
     scratch = breakit.ScratchCopy(ROOT)
     try:

@@ -114,7 +114,9 @@ def test_every_module_a_learner_runs_is_installed_by_lab() -> None:
     project, optional = extras()
     allowed = {requirement(spec)[0] for spec in [*project["dependencies"], *optional["lab"]]}
     allowed |= {"ipython", "ipykernel", "nbformat", "nbclient", "jupyter-client"}  # come with jupyterlab
-    allowed |= {"pyodide"}  # the browser runtime's own module, imported only there (course/inkernel.py)
+    allowed |= {
+        "pyodide"
+    }  # the browser runtime's own module, imported only there (course/running/inkernel.py)
     distributions = importlib.metadata.packages_distributions()
     missing = {
         module: distributions.get(module, [module])

@@ -7,7 +7,14 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from pi_course.course.record import FIELDS, CopyRecord, as_record, nothing_ran, parse_record, record_line
+from pi_course.course.checker.record import (
+    FIELDS,
+    CopyRecord,
+    as_record,
+    nothing_ran,
+    parse_record,
+    record_line,
+)
 
 GUIDE = Path(__file__).parents[2] / "docs" / "instructors.md"  # the instructors' guide holds the record table
 TABLE_HEADING = "## The record: `check 05 --json`"

@@ -1,4 +1,4 @@
-"""The reference's side of a comparison, kept (pi_course/course/refcache.py): keyed by what it reads.
+"""The reference's side of a comparison, kept (pi_course/course/checker/refcache.py): keyed by what it reads.
 
 Of protocol.py the key takes only the statements the HTTP transport's reference side can reach: the
 learner's own ToolDefinition and AgentContext may change without running the reference again; any
@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from pi_course.chapter.steps import STEPS
-from pi_course.course import refcache
-from pi_course.course.starters import make_starter, reference_sources
+from pi_course.course.checker import refcache
+from pi_course.course.copies.starters import make_starter, reference_sources
 
 COMPARE = Path(__file__).resolve().parents[1] / "test_05_compare.py"
 # What the transport's reference side reads of protocol.py (its modules' imports, the test's names).

@@ -20,16 +20,16 @@ from pi_course.chapter.rules import (
     markdown_table,
     split_check,
 )
-from pi_course.chapter.steps import BEYOND_TEST, COMPARE_TEST, FOCUSED_TEST, STEP_NUMBERS, STEPS
+from pi_course.chapter.steps import BEYOND_TEST, COMPARE_TEST, FOCUSED_TEST, STEP_NUMBERS, STEPS, step_of
 from pi_course.course.check import print_judgement
-from pi_course.course.facts import Report, step_of
-from pi_course.course.judgement import judge, record_of
-from pi_course.course.rulestate import rule_results, table_lines
-from pi_course.course.stubs import Unfinished
+from pi_course.course.checker.facts import Report
+from pi_course.course.checker.judgement import judge, record_of
+from pi_course.course.checker.rulestate import rule_results, table_lines
+from pi_course.course.checker.stubs import Unfinished
 
 ROOT = Path(__file__).parents[2]
 CHAPTER = Path("/work/shared/chapter-05.zh.txt")  # the specification, where it is at hand
-TEMPLATE = ROOT / "pi_course" / "course" / "templates" / "LEARNING.md"
+TEMPLATE = ROOT / "pi_course" / "course" / "copies" / "templates" / "LEARNING.md"
 TABLE = re.compile(r"<!-- BEGIN rules table[^\n]*-->\n(.*?)\n<!-- END rules table -->", re.DOTALL)
 
 
@@ -221,8 +221,8 @@ def test_a_rule_is_broken_only_by_its_own_checks_and_waits_while_its_step_is_a_s
 
 
 def test_a_hint_names_the_learners_own_function_or_says_it_has_none() -> None:
-    from pi_course.course.advice import in_learners_terms
-    from pi_course.course.facts import Detail
+    from pi_course.course.checker.advice import in_learners_terms
+    from pi_course.course.checker.facts import Detail
 
     hint = "pi_course/adapter.py 的 _events()：content 槽位"
     mine = Report(DONE, defined={"pi_course/adapter.py": frozenset({"OpenAICompatibleModel._events"})})
@@ -238,7 +238,7 @@ def test_a_hint_names_the_learners_own_function_or_says_it_has_none() -> None:
 
 
 def test_the_compare_files_property_is_the_contracts() -> None:
-    from pi_course.course.plugin_path.pi_course_check.contract import Fact
+    from pi_course.course.checker.plugin_path.pi_course_check.contract import Fact
 
     source = (ROOT / "tests" / COMPARE_TEST).read_text(encoding="utf-8")
     assert f'COMPARED = "{Fact.COMPARED.value}"' in source

@@ -1,4 +1,4 @@
-"""Which lesson files a comparison kept apart runs (pi_course/course/stepcache.py): finer keys, never unsound ones."""
+"""Which lesson files a comparison kept apart runs (pi_course/course/checker/stepcache.py): finer keys, never unsound ones."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from pi_course.chapter.steps import LESSON_FILES
-from pi_course.course import stepcache
-from pi_course.course.starters import starter_sources
+from pi_course.course.checker import stepcache
+from pi_course.course.copies.starters import starter_sources
 
 TESTS = Path(__file__).resolve().parents[1]
 COMPARE = TESTS / "test_05_compare.py"

@@ -1,4 +1,4 @@
-"""The reference twin (pi_course.course.twin): the reference's lesson modules over this tree's given code."""
+"""The reference twin (pi_course.course.checker.twin): the reference's lesson modules over this tree's given code."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 import pi_course.adapter
 import pi_course.protocol
 import pi_course.seam
-from pi_course.course.twin import TWIN, reference_twin
+from pi_course.course.checker.twin import TWIN, reference_twin
 
 
 def test_the_twin_is_the_reference_over_the_trees_own_types() -> None:
@@ -29,7 +29,7 @@ def test_without_a_target_beside_the_lesson_the_tooling_packages_reference_is_us
 ) -> None:
     """A browser tab's check tests a copy in memory that holds no tooling (nor its target): the
     reference then comes from the package the tooling loads from (the wheel there)."""
-    from pi_course.course import starters
+    from pi_course.course.copies import starters
 
     repository = starters.reference_sources()  # the repository's own marked modules
     in_memory = tmp_path / "pi_course"
@@ -46,7 +46,7 @@ def test_without_a_target_beside_the_lesson_the_tooling_packages_reference_is_us
 
 
 def test_a_comparison_gets_its_markers_multiple_of_the_per_test_bound() -> None:
-    from pi_course.course.plugin_path.pi_course_check.plugin import BOUND_TIMES, CheckReporter
+    from pi_course.course.checker.plugin_path.pi_course_check.plugin import BOUND_TIMES, CheckReporter
 
     class Item:
         def __init__(self, marker: pytest.MarkDecorator | None) -> None:

@@ -14,11 +14,12 @@ import pytest
 
 from pi_course.chapter.contract import POINTS, Edit, Point
 from pi_course.chapter.steps import STEPS
-from pi_course.course import inkernel, testrun
-from pi_course.course.judgement import judge
-from pi_course.course.practice import create_practice
-from pi_course.course.starters import reference_sources
-from pi_course.course.twin import edited
+from pi_course.course.checker import testrun
+from pi_course.course.checker.judgement import judge
+from pi_course.course.checker.twin import edited
+from pi_course.course.copies.practice import create_practice
+from pi_course.course.copies.starters import reference_sources
+from pi_course.course.running import inkernel
 
 pytestmark = [pytest.mark.slow, pytest.mark.workflow]
 

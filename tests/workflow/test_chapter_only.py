@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from learners import apply
 
-from pi_course.course.practice import create_practice
+from pi_course.course.copies.practice import create_practice
 
 ROOT = Path(__file__).parents[2]
 INDEX = json.loads(

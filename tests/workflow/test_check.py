@@ -24,16 +24,16 @@ from learners import LEARNERS, apply, merge
 
 from pi_course.chapter.rules import RULES
 from pi_course.chapter.steps import STEPS, step
-from pi_course.course import advice, import_failure, probe, stubs, testrun
-from pi_course.course.advice import failure_lines, next_step_lines
 from pi_course.course.check import check, check_record
-from pi_course.course.facts import BeyondCheck, Detail, Report
-from pi_course.course.judgement import judge
-from pi_course.course.plugin_path.pi_course_check.contract import PLUGIN, TIMEOUT_VARIABLE
-from pi_course.course.practice import create_practice
-from pi_course.course.results import read_cases, report_of
-from pi_course.course.rulestate import rule_results
-from pi_course.course.testrun import run_tests
+from pi_course.course.checker import advice, import_failure, probe, stubs, testrun
+from pi_course.course.checker.advice import failure_lines, next_step_lines
+from pi_course.course.checker.facts import BeyondCheck, Detail, Report
+from pi_course.course.checker.judgement import judge
+from pi_course.course.checker.plugin_path.pi_course_check.contract import PLUGIN, TIMEOUT_VARIABLE
+from pi_course.course.checker.results import read_cases, report_of
+from pi_course.course.checker.rulestate import rule_results
+from pi_course.course.checker.testrun import run_tests
+from pi_course.course.copies.practice import create_practice
 
 ROOT = Path(__file__).parents[2]
 # A probe that imports nothing and finds nothing missing: the pytest process meets the package first.
@@ -411,7 +411,7 @@ def test_the_command_line_stops_an_import_that_never_ends_at_the_stuck_line(new_
     source = path.read_text(encoding="utf-8")
     path.write_text(source + "\nwhile True:\n    pass\n", encoding="utf-8")
     loop_lines = {len(source.splitlines()) + 2, len(source.splitlines()) + 3}  # `while True:`, `pass`
-    tooling = new_practice / "pi_course" / "course" / "import_failure.py"
+    tooling = new_practice / "pi_course" / "course" / "checker" / "import_failure.py"
     text = tooling.read_text(encoding="utf-8")
     assert text.count("IMPORT_BOUND = 20.0") == 1
     tooling.write_text(text.replace("IMPORT_BOUND = 20.0", "IMPORT_BOUND = 2.0"), encoding="utf-8")

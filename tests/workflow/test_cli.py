@@ -18,13 +18,13 @@ from pathlib import Path
 import pytest
 
 from pi_course.course import cli as cli_module
-from pi_course.course import practice as practice_module
 from pi_course.course.chat import unknown_model_line
 from pi_course.course.cli import main
-from pi_course.course.diffs import target_diff
-from pi_course.course.locate import check_target
-from pi_course.course.practice import create_practice
-from pi_course.course.starters import TARGET_FOLDER
+from pi_course.course.copies import practice as practice_module
+from pi_course.course.copies.diffs import target_diff
+from pi_course.course.copies.locate import check_target
+from pi_course.course.copies.practice import create_practice
+from pi_course.course.copies.starters import TARGET_FOLDER
 from pi_course.provider.connect import (
     LOCAL_DEFAULT_MODEL,
     ConfigurationError,
@@ -177,7 +177,7 @@ def test_the_copy_carries_its_target_and_the_package_data(copy: Path) -> None:
     assert "# BEGIN LAB" not in (copy / "pi_course" / "adapter.py").read_text(encoding="utf-8")
     # pasted over the learner's own (5.1 edits __init__.py), it keeps the copy's edition: the prediction gates
     assert 'EDITION = "practice"' in (target / "__init__.py").read_text(encoding="utf-8")
-    assert (copy / "pi_course" / "course" / "templates" / "LEARNING.md").is_file()
+    assert (copy / "pi_course" / "course" / "copies" / "templates" / "LEARNING.md").is_file()
     assert (copy / "tests" / "test_05_beyond.py").is_file()
     assert (copy / "tests" / "test_05_rules.py").is_file()
 

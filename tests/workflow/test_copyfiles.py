@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pi_course.course.practice import create_practice, learning_md
+from pi_course.course.copies.practice import create_practice, learning_md
 from pi_course.notebook.copyfiles import CopyFileError, download_copy, reset
 
 ROOT = Path(__file__).parents[2]

@@ -51,6 +51,6 @@ def test_the_wheel_carries_grade_and_the_copy_workflow(tmp_path: Path) -> None:
     assert built.returncode == 0, built.stderr
     [wheel] = tmp_path.glob(f"pi_course-{PROJECT['version']}-py3-none-any.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    for name in ("pi_course/course/grade/runner.py", "pi_course/course/sandbox.py",
-                 "pi_course/course/templates/classroom.yml"):  # fmt: skip
+    for name in ("pi_course/course/grade/runner.py", "pi_course/course/running/sandbox.py",
+                 "pi_course/course/copies/templates/classroom.yml"):  # fmt: skip
         assert name in names

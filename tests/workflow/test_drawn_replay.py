@@ -2,7 +2,7 @@
 
 Over dan's solution and departures from it that break a comparison on its generated inputs (one per
 generated comparison of ``tests/test_05_compare.py``), ``check`` runs twice in this process: with the
-kept inputs (``pi_course/course/drawn_inputs.json``) and with hypothesis drawing them
+kept inputs (``pi_course/course/checker/drawn_inputs.json``) and with hypothesis drawing them
 (``PI_COURSE_DRAWN=0``). A replayed failure is found again and shrunk by hypothesis: the same record.
 """
 
@@ -17,8 +17,9 @@ import pytest
 from test_rules_matrix import DEPARTURES, dan, depart  # noqa: F401 - dan: the fixture
 
 from pi_course.chapter.steps import STEPS
-from pi_course.course import drawn, inkernel, testrun
-from pi_course.course.judgement import judge, record_of
+from pi_course.course.checker import drawn, testrun
+from pi_course.course.checker.judgement import judge, record_of
+from pi_course.course.running import inkernel
 
 pytestmark = [pytest.mark.slow, pytest.mark.workflow]
 

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from pi_course.course import practice as practice_module
-from pi_course.course import pythons
 from pi_course.course.cli import main
+from pi_course.course.copies import practice as practice_module
+from pi_course.course.copies import pythons
+from pi_course.course.copies.locate import check_target
+from pi_course.course.copies.practice import create_practice
 from pi_course.course.grade import GradeError, discover
 from pi_course.course.grade import command as grade_command
-from pi_course.course.locate import check_target
-from pi_course.course.practice import create_practice
 
 ROOT = Path(__file__).parents[2]
 
@@ -212,7 +212,7 @@ def test_grade_with_a_python_without_the_course_grades_nothing(
 
 
 def test_a_missing_dependency_names_the_command_that_was_run(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pi_course.course import import_failure
+    from pi_course.course.checker import import_failure
 
     monkeypatch.setattr(import_failure.sys, "argv", [str(ROOT / "pi_course" / "__main__.py"), "chat", "hi"])
     line = import_failure.import_failure_line("ModuleNotFoundError: No module named 'httpx'")

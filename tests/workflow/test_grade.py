@@ -38,8 +38,14 @@ from learners import apply, copy_of, mistake, tree_digest
 
 from pi_course.chapter.steps import CHAPTER_TOTAL, STEPS
 from pi_course.course import grade as grading
-from pi_course.course.assemble import Instructor
-from pi_course.course.classroom import CI_REQUIREMENTS, classroom_workflow, focused_tests, grader_command
+from pi_course.course.checker.import_failure import IMPORT_BOUND
+from pi_course.course.copies.assemble import Instructor
+from pi_course.course.copies.classroom import (
+    CI_REQUIREMENTS,
+    classroom_workflow,
+    focused_tests,
+    grader_command,
+)
 from pi_course.course.grade import (
     FIELDS,
     Graded,
@@ -56,7 +62,6 @@ from pi_course.course.grade.command import _with_output
 from pi_course.course.grade.gradebook import GradebookError, Points, parse_points, to_csv
 from pi_course.course.grade.page import to_html
 from pi_course.course.grade.report import table
-from pi_course.course.import_failure import IMPORT_BOUND
 
 ROOT = Path(__file__).parents[2]
 NONE = Sandbox("none", "test")

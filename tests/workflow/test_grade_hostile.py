@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 from learners import copy_of, mistake, tree_digest
 
-from pi_course.course.sandbox import choose
+from pi_course.course.running.sandbox import choose
 
 pytestmark = [pytest.mark.slow, pytest.mark.workflow]  # a whole hostile class, graded in the sandbox
 ROOT = Path(__file__).parents[2]

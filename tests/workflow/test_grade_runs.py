@@ -22,9 +22,9 @@ import pytest
 from learners import apply
 from test_grade import fake_copy
 
+from pi_course.course.checker.record import FIELDS, nothing_ran, record_line
 from pi_course.course.grade import Sandbox, Source, discover, grade_one, instructor_copy
 from pi_course.course.grade.gradebook import parse_points, read_roster, to_csv
-from pi_course.course.record import FIELDS, nothing_ran, record_line
 
 ROOT = Path(__file__).parents[2]
 

@@ -1,6 +1,6 @@
 """``check`` run inside the interpreter (the browser edition's runner), on CPython.
 
-In Pyodide ``check`` cannot start a subprocess: ``pi_course.course.inkernel`` runs the probe and
+In Pyodide ``check`` cannot start a subprocess: ``pi_course.course.running.inkernel`` runs the probe and
 pytest in the kernel. Here that path is forced (``in_a_tab`` patched) and compared with the
 subprocess runner on the same trees: the same lines, the same verdict, for the reference, a fresh
 practice copy (the first red light), a learner's solution, and typical mistakes (one caught by the
@@ -21,9 +21,9 @@ from learners import apply, mistake
 
 import pi_course
 from pi_course.course import check as check_module
-from pi_course.course import inkernel
-from pi_course.course.plugin_path.pi_course_check.contract import TIMEOUT_VARIABLE
-from pi_course.course.practice import create_practice
+from pi_course.course.checker.plugin_path.pi_course_check.contract import TIMEOUT_VARIABLE
+from pi_course.course.copies.practice import create_practice
+from pi_course.course.running import inkernel
 from pi_course.notebook.breakit import ScratchCopy
 from pi_course_here import copy_finder, storage_last
 

@@ -2,8 +2,8 @@
 
 Each case is checked three times in its copy (``check 05 --json``): with nothing kept (every step and
 every reference side runs), with the step results removed but the reference's side of the transport
-comparisons kept (pi_course/course/refcache.py: every comparison runs again, on the kept reference
-side), and with everything kept (pi_course/course/stepcache.py). The three records are the same.
+comparisons kept (pi_course/course/checker/refcache.py: every comparison runs again, on the kept reference
+side), and with everything kept (pi_course/course/checker/stepcache.py). The three records are the same.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from test_learners import HANGS, MISTAKES
 from test_stepcache import REFERENCE_KEPT, cli
 
 from pi_course.chapter.contract import Edit
-from pi_course.course import stepcache
-from pi_course.course.plugin_path.pi_course_check.contract import TIMEOUT_VARIABLE
-from pi_course.course.practice import create_practice
+from pi_course.course.checker import stepcache
+from pi_course.course.checker.plugin_path.pi_course_check.contract import TIMEOUT_VARIABLE
+from pi_course.course.copies.practice import create_practice
 
 pytestmark = [pytest.mark.slow, pytest.mark.workflow]
 

@@ -23,9 +23,9 @@ import pytest
 from learners import NAMES, apply, mistake
 
 from pi_course.chapter.rules import RULES
-from pi_course.course import testrun
-from pi_course.course.plugin_path.pi_course_check.contract import TIMEOUT_VARIABLE
-from pi_course.course.practice import create_practice
+from pi_course.course.checker import testrun
+from pi_course.course.checker.plugin_path.pi_course_check.contract import TIMEOUT_VARIABLE
+from pi_course.course.copies.practice import create_practice
 
 # Every test here works in a practice copy through subprocesses: minutes in all, so make workflows.
 pytestmark = [pytest.mark.slow, pytest.mark.workflow]

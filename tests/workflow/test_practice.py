@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from pi_course.chapter.steps import LESSON_FILES
-from pi_course.course.starters import make_starter, starter_sources
+from pi_course.course.copies.starters import make_starter, starter_sources
 
 ROOT = Path(__file__).parents[2]
 PACKAGE = ROOT / "pi_course"
@@ -85,7 +85,7 @@ def test_make_starter_replaces_removes_and_keeps_generators() -> None:
 def test_every_stub_names_its_step_in_message_and_docstring() -> None:
     stubs = 0
     for name, text in starter_sources().items():
-        assert "BEGIN LAB" not in text or name == "course/starters.py"
+        assert "BEGIN LAB" not in text or name == "course/copies/starters.py"
         for match in re.finditer(
             r'"""Lab (\d\.\d): [^\n]*\n\s*raise NotImplementedError\("Lab (\d\.\d) ', text
         ):
@@ -205,7 +205,7 @@ def test_a_wheel_carries_what_practice_needs(tmp_path: Path) -> None:
     assert "pi_course/_course/notebooks/05-2-state-machine.ipynb" in names
     assert "pi_course/_course/tests/test_05_beyond.py" in names
     assert "pi_course/_course/tests/test_05_rules.py" in names
-    assert "pi_course/course/templates/LEARNING.md" in names
+    assert "pi_course/course/copies/templates/LEARNING.md" in names
 
     env = {**os.environ, "PYTHONPATH": str(site)}
     made = cli("practice", "05", str(tmp_path / "lab"), cwd=tmp_path, env=env)
@@ -225,7 +225,7 @@ def test_practice_names_the_python_that_has_the_course(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """Made with ``.venv/bin/python`` while ``python`` on PATH is another: the next steps name this one."""
-    from pi_course.course import practice as practice_module
+    from pi_course.course.copies import practice as practice_module
 
     here = "/course/.venv/bin/python"  # the Python that made the copy (none is started here)
     monkeypatch.setattr(practice_module.sys, "executable", here)
@@ -241,7 +241,7 @@ def test_practice_names_the_python_that_has_the_course(
 @pytest.mark.slow
 def test_learning_md_starts_with_the_first_steps(practice: Path) -> None:
     """“先做这个” comes first: numbered, the red light, then JupyterLab at the copy on 05-0."""
-    from pi_course.course.practice import LAB_ARGUMENTS
+    from pi_course.course.copies.practice import LAB_ARGUMENTS
 
     learning = (practice / "LEARNING.md").read_text(encoding="utf-8")
     sections = re.findall(r"(?m)^## (.+)$", learning)

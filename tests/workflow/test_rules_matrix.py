@@ -20,9 +20,10 @@ from learners import apply
 
 from pi_course.chapter.rules import RULES
 from pi_course.chapter.steps import STEPS
-from pi_course.course import inkernel, testrun
-from pi_course.course.judgement import judge
-from pi_course.course.practice import create_practice
+from pi_course.course.checker import testrun
+from pi_course.course.checker.judgement import judge
+from pi_course.course.copies.practice import create_practice
+from pi_course.course.running import inkernel
 
 # A practice copy per case, each checked by pytest (in this process): minutes in all, so make workflows.
 pytestmark = [pytest.mark.slow, pytest.mark.workflow]

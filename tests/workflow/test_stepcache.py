@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from learners import apply, mistake
 
-from pi_course.course import refcache, stepcache
-from pi_course.course.practice import create_practice
+from pi_course.course.checker import refcache, stepcache
+from pi_course.course.copies.practice import create_practice
 
 pytestmark = pytest.mark.slow
 
@@ -48,7 +48,7 @@ EVERY_ENTRY = {"5.1", "5.2", "5.3", "5.4"} | KEPT_APART
 def kept_steps(copy: Path) -> set[str]:
     """The entries (a step's, a comparison's) the copy's own check would not run again (its own check
     code makes the keys)."""
-    code = "from pathlib import Path; from pi_course.course import stepcache as s; p = Path('.').resolve(); "
+    code = "from pathlib import Path; from pi_course.course.checker import stepcache as s; p = Path('.').resolve(); "
     code += "print(*sorted(s.load(p, s.step_keys(p))))"
     ran = subprocess.run([sys.executable, "-c", code], cwd=copy, capture_output=True, text=True, check=True)
     return set(ran.stdout.split())
@@ -145,7 +145,7 @@ def test_check_path_and_grade_never_read_the_copys_cache(copy: Path, tmp_path: P
     assert "未完成" in graded.stdout or "incomplete" in graded.stdout, graded.stdout
 
 
-# --- the reference's side of the transport comparisons, kept (pi_course/course/refcache.py) --------
+# --- the reference's side of the transport comparisons, kept (pi_course/course/checker/refcache.py) --------
 
 # mei's own mistake (tests/workflow/test_learners.py): only the transport comparison of 5.4 sees it.
 EMPTY_KEY_MISTAKE = (

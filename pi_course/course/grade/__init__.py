@@ -1,8 +1,8 @@
 """``python -m pi_course grade 05 PATH...``: a class of practice copies, graded as untrusted code.
 
 One job per module, otter-grader style; below it, shared with ``check 05 --path``, the sandboxed
-run of one copy (:mod:`..copyrun`: the tree :mod:`..assemble` builds, run in :mod:`..sandbox`)
-and the record of a copy (:mod:`..record`):
+run of one copy (:mod:`..checker.copyrun`: the tree :mod:`..copies.assemble` builds, run in
+:mod:`..running.sandbox`) and the record of a copy (:mod:`..checker.record`):
 
 * :mod:`.discovery`: which copies the PATHs hold (folders, folders of copies, archives, links);
 * :mod:`.archives`: archives extracted safely (no path outside, no links, a size bound);
@@ -14,10 +14,10 @@ and the record of a copy (:mod:`..record`):
 
 from __future__ import annotations
 
-from ..assemble import MATCHES_REFERENCE, TESTS_MODIFIED, assemble, instructor_copy
-from ..copyrun import DEFAULT_TIMEOUT
-from ..record import FIELDS, STATUSES
-from ..sandbox import NOT_SANDBOXED, Sandbox, SandboxError, choose, scrubbed_environment
+from ..checker.copyrun import DEFAULT_TIMEOUT
+from ..checker.record import FIELDS, STATUSES
+from ..copies.assemble import MATCHES_REFERENCE, TESTS_MODIFIED, assemble, instructor_copy
+from ..running.sandbox import NOT_SANDBOXED, Sandbox, SandboxError, choose, scrubbed_environment
 from .archives import UnsafeArchive, copy_folder, extract
 from .discovery import GradeError, Source, discover, find_tree, looks_like_a_copy
 from .records import Graded, unfinished_first

@@ -17,13 +17,13 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import FrameType
 
-from ..copyrun import DEFAULT_TIMEOUT
+from ..checker.copyrun import DEFAULT_TIMEOUT
+from ..checker.record import as_record
+from ..copies.locate import course_root
+from ..copies.pythons import TO_CHECK, course_python, missing_packages, use_instead
 from ..exits import EXIT_DONE, EXIT_INTERRUPTED, EXIT_USAGE
-from ..locate import course_root
 from ..oserrors import reason as said_reason
-from ..pythons import TO_CHECK, course_python, missing_packages, use_instead
-from ..record import as_record
-from ..sandbox import SandboxError, choose, not_sandboxed_line
+from ..running.sandbox import SandboxError, choose, not_sandboxed_line
 from .discovery import GradeError, discover
 from .gradebook import GradebookError, Points, Student, parse_points, read_roster, to_csv
 from .page import to_html
@@ -97,7 +97,7 @@ def _with_output(results: Sequence[Graded]) -> str:
 
 
 def _starter_code() -> str:
-    from ..assemble import instructor_copy
+    from ..copies.assemble import instructor_copy
     from .similarity import lesson_code
 
     with instructor_copy() as instructor:

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from ...chapter.steps import STEP_NUMBERS
+from ..copies.points import DEFAULT_POINTS, GradebookError, Points, _number, parse_points
 from ..oserrors import reason
-from ..points import DEFAULT_POINTS, GradebookError, Points, _number, parse_points
 
 __all__ = ["DEFAULT_POINTS", "GradebookError", "Points", "parse_points", "read_roster", "to_csv"]
 

@@ -14,10 +14,9 @@ import importlib.util
 from collections import Counter
 from collections.abc import Sequence
 
-from ...chapter.steps import STEPS, Step
-from ..facts import step_of
-from ..record import STATUSES, CopyRecord
-from ..sandbox import NOT_SANDBOXED
+from ...chapter.steps import STEPS, Step, step_of
+from ..checker.record import STATUSES, CopyRecord
+from ..running.sandbox import NOT_SANDBOXED
 from .gradebook import DEFAULT_POINTS, Points, csv_row
 from .records import Graded, flag_said, status_said, unfinished_first
 from .report import _pair, _seconds, _width, beyond_cell, beyond_total, summary

@@ -1,4 +1,4 @@
-"""A graded copy: its record (:class:`~..record.CopyRecord`, with grading's flags and time) and its output."""
+"""A graded copy: its output and its record (:class:`~..checker.record.CopyRecord`, flags and time added)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import datetime
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from ..record import STATUSES, CopyRecord
+from ..checker.record import STATUSES, CopyRecord
 
 __all__ = [
     "FLAG_WORDS",

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...chapter.steps import STEP_NUMBERS
-from ..record import STATUSES, CopyRecord
+from ..checker.record import STATUSES, CopyRecord
 from .records import Graded, flag_said, status_said, unfinished_first
 
 

@@ -1,7 +1,7 @@
-"""A class of copies, checked in parallel: each one's source found, extracted, and run by :mod:`..copyrun`.
+"""A class of copies checked in parallel: each one's source found, extracted, run by :mod:`..checker.copyrun`.
 
 Each copy is checked by the installed ``pi_course`` (``check 05 --json --assembled``) on a tree
-built in a temporary folder, sandboxed and bounded (:func:`..copyrun.run_copy`); its record is
+built in a temporary folder, sandboxed and bounded (:func:`..checker.copyrun.run_copy`); its record is
 read back from the check's last line, with the flags grading adds and the time it was graded.
 """
 
@@ -18,12 +18,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ...chapter.steps import FOCUSED_TEST
-from ..assemble import Instructor, instructor_copy
-from ..copyrun import DEFAULT_TIMEOUT, assembled_check, run_copy, writable
+from ..checker.copyrun import DEFAULT_TIMEOUT, assembled_check, run_copy, writable
+from ..checker.record import CopyRecord, Status, in_order, nothing_ran, parse_record
+from ..copies.assemble import Instructor, instructor_copy
 from ..oserrors import reason
-from ..process import Running
-from ..record import CopyRecord, Status, in_order, nothing_ran, parse_record
-from ..sandbox import NOT_SANDBOXED, Sandbox, choose
+from ..running.process import Running
+from ..running.sandbox import NOT_SANDBOXED, Sandbox, choose
 from .archives import UnsafeArchive, extract
 from .discovery import Source, find_tree
 from .records import Graded, now

@@ -1,0 +1,1 @@
+"""``check``'s pytest plugin and its contract with the runner (:mod:`pi_course.course.checker.testrun`)."""

@@ -1,1 +1,0 @@
-"""``check``'s pytest plugin and its contract with the runner (:mod:`pi_course.course.testrun`)."""
