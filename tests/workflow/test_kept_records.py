@@ -1,9 +1,11 @@
 """What a copy keeps between checks never changes a record: every learner, typical mistake and allowed variant.
 
-Each case is checked three times in its copy (``check 05 --json``): with nothing kept (every step and
-every reference side runs), with the step results removed but the reference's side of the transport
-comparisons kept (pi_course/course/checker/refcache.py: every comparison runs again, on the kept reference
-side), and with everything kept (pi_course/course/checker/stepcache.py). The three records are the same.
+Each case is checked four times in its copy (``check 05 --json``): with hypothesis drawing the
+comparisons' inputs (``PI_COURSE_DRAWN=0``: no kept input, step result or reference side applies),
+with the kept inputs and nothing else kept (every step and every reference side runs), with the
+step results removed but the reference's side of the transport comparisons kept
+(pi_course/course/checker/refcache.py: every comparison runs again, on the kept reference side), and
+with everything kept (pi_course/course/checker/stepcache.py). The four records are the same.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from test_learners import HANGS, MISTAKES
 from test_stepcache import REFERENCE_KEPT, cli
 
 from pi_course.chapter.contract import Edit
-from pi_course.course.checker import stepcache
+from pi_course.course.checker import drawn, stepcache
 from pi_course.course.checker.plugin_path.pi_course_check.contract import TIMEOUT_VARIABLE
 from pi_course.course.copies.practice import create_practice
 
@@ -74,7 +76,9 @@ def test_kept_results_and_the_kept_reference_side_give_the_record_of_a_run_witho
     env = dict(os.environ)
     if kind == "mistake" and name in HANGS:
         env[TIMEOUT_VARIABLE] = f"{HANGS[name]:g}"
+    drawing = record(copy, env | {drawn.SWITCH: "0"})  # hypothesis draws; nothing kept is under its keys
     fresh = record(copy, env)
+    assert fresh == drawing
     assert fresh["status"] == ("incomplete" if kind == "mistake" else "done"), fresh
     (copy / stepcache.CACHE_FILE).unlink(missing_ok=True)
     reference_kept = (copy / REFERENCE_KEPT).is_file()
