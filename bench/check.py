@@ -8,7 +8,10 @@ command and every process it started, the best of a few rounds measured in this 
 * warm: run again with nothing changed (no step runs);
 * one lesson file edited (a statement appended), per file: the steps that use it run again (of
   ``protocol.py``'s, the transport comparisons' reference side is kept: it reads only the given part);
-* ``--step 5.3`` after an edit of ``sse.py`` and with nothing changed.
+* ``--step 5.3`` after an edit of ``sse.py`` and with nothing changed;
+* a notebook's checkpoint cell, ``check("5.x")`` run from the copy's ``notebooks/`` after an edit
+  of that step's last lesson file: the step's whole check (its focused tests, rules, comparisons
+  and beyond checks, what ``--step`` runs) beside its focused tests alone (``beyond=False``).
 
 Goal lines (issue 45): cold ≤ 4 s, warm ≤ 1 s, one file edited ≤ 3 s, ``--step`` ≤ 1.5 s.
 """
@@ -49,6 +52,12 @@ def check(copy: Path, *flags: str) -> float:
     return cpu_of([sys.executable, "-m", "pi_course", "check", "05", *flags], copy)
 
 
+def cell(copy: Path, step: str, beyond: bool) -> float:
+    """A checkpoint cell's ``check()`` in a fresh interpreter, as a kernel that just started runs it."""
+    code = f"from pi_course.course.check import check\ncheck({step!r}, beyond={beyond})"
+    return cpu_of([sys.executable, "-c", code], copy / "notebooks")
+
+
 def touch(copy: Path, module: str, round_: int) -> None:
     """An edit of the learner's own code: a statement appended (a comment alone changes no syntax)."""
     path = copy / "pi_course" / module
@@ -76,6 +85,13 @@ def main() -> None:
                 figures.setdefault(f"edited {module}", []).append(check(copy))
             touch(copy, "sse.py", round_ + 100)
             figures.setdefault("step after sse.py", []).append(check(copy, "--step", "5.3"))
+            for step in STEPS:
+                for beyond in (False, True):
+                    touch(copy, Path(step.files[-1]).name, round_ + 200 + beyond)
+                    shown = "whole step" if beyond else "focused alone"
+                    figures.setdefault(f"cell {step.number} {shown}", []).append(
+                        cell(copy, step.number, beyond)
+                    )
     best = {name: min(values) for name, values in figures.items()}
     for name, seconds in best.items():
         goal = next((limit for key, limit in GOALS.items() if name.startswith(key)), None)

@@ -15,7 +15,8 @@ What the site holds, all served by itself (no CDN is ever asked for anything):
   copy made by ``python -m pi_course practice 05``, its ``LEARNING.md`` the browser's edition) in
   the file browser;
 * ``index.html``: the landing page (``tools/lite/index.html``), and ``tools/lite/overrides.json``:
-  Markdown opens rendered, the theme follows the system's.
+  Markdown opens rendered, the theme follows the system's, and a saved notebook keeps its widget
+  state (a stepper saved, closed and reopened is still there, as under ``make lab``).
 
 The report (sizes, largest parts) is printed and written to ``build/lite-report.json``.
 """

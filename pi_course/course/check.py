@@ -6,11 +6,14 @@ Every door builds one :class:`~.checker.request.CheckRequest`; one run of the te
 (:mod:`.checker.advice`), the verdict (the last line, which the exit status follows) and, with ``--json``,
 the record that ``grade`` collects per copy.
 
-``python -m pi_course check 05`` runs the focused tests and the checks beyond the chapter; the
-chapter is done when all 11 focused tests and every beyond check pass. ``--step 5.x`` runs that
-step and every step before it; ``--course-only`` the focused tests alone. ``check()`` from Python
-(the notebooks' checkpoint cells) runs the focused tests alone unless ``beyond=True``. In a
-practice copy the results of steps whose files did not change are not run again (:mod:`.checker.stepcache`).
+``python -m pi_course check 05`` and ``check()`` (the notebooks' checkpoint cells) ask the same:
+the focused tests, the chapter's rules, the comparisons with the reference and the checks beyond
+the chapter; the chapter is done when all of them pass. ``--step 5.x`` / ``check("5.x")`` runs
+that step and every step before it, with the rules, comparisons and beyond checks that need no
+later step, so a step said done is never refused by the whole chapter's verdict for that step.
+``--course-only`` / ``beyond=False`` runs the focused tests alone, and says so in its verdict
+(``第 05 章聚焦测试``, ``实践 5.x 聚焦测试``). In a practice copy the results of steps whose files
+did not change are not run again (:mod:`.checker.stepcache`).
 """
 
 from __future__ import annotations
@@ -61,14 +64,14 @@ def check(
     step: str | None = None,
     path: str | Path | None = None,
     *,
-    beyond: bool = False,
+    beyond: bool = True,
     verbose: bool = False,
 ) -> bool:
     """Print one line per step, the next steps and the verdict; ``True`` when it is done.
 
-    This is what notebook checkpoint cells call: from Python it runs the course's focused tests
-    only, unless ``beyond=True`` (the command line's default). ``verbose`` prints pytest's own
-    report first. It tests the practice copy the kernel's folder belongs to, whatever
+    What notebook checkpoint cells call: the command line's check, ``step`` its ``--step`` and
+    ``beyond=False`` its ``--course-only`` (the focused tests alone). ``verbose`` prints pytest's
+    own report first. It tests the practice copy the kernel's folder belongs to, whatever
     ``pi_course`` the kernel imported, and says which tree in its first line; a step whose
     earlier steps are not done names the first of them before anything about its own files.
     """

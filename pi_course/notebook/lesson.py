@@ -181,7 +181,9 @@ def _say_predictions(predictions: Sequence[object], cell: Mapping[str, Any], bel
     _session.judged = _session.run
     shown = predictions[0] if len(predictions) == 1 else tuple(predictions)
     where = "答案在下面" if below else "这一格的答案要等上面说的那一步完成、再运行才算得出来"
-    print(f"你的预测：{shown!r}（{where}，和上面折叠的「看答案」对照）")
+    # The 看答案 fold follows the cell where the prediction is written; later cells echo it from below.
+    fold = "这一格下面" if re.search(r"^\s*my_\w+\s*=", _session.source, re.MULTILINE) else "上面"
+    print(f"你的预测：{shown!r}（{where}；为什么，展开{fold}折叠的「看答案」）")
     answers = cell.get("metadata", {}).get(METADATA_KEY, {}).get("answers") or []
     for number, (prediction, answer) in enumerate(zip(predictions, answers, strict=False), 1):
         if answer:
@@ -659,6 +661,10 @@ EXERCISE_LATER = (
     "这是一道练习：写下预测、完成上面那一步之后再运行这一格，它会把你的预测和实际结果并排给出"
     "（参考答案在下面折叠的「对照答案」里）。"
 )
+EXERCISE_PREDICTED = (
+    "这是一道练习，你的预测已经写好：完成上面那一步之后再运行这一格，它会把你的预测和实际结果并排给出"
+    "（参考答案在下面折叠的「对照答案」里）。"
+)
 OWN_CODE_ONLY = (
     "这一格跑的是你自己的代码，没有可以代替它的预期输出：先完成上面说的那一步，再从这本笔记本的开头运行。"
 )
@@ -675,10 +681,34 @@ def prediction_cell(source: str, namespace: Mapping[str, object] | None = None) 
     A prediction written in an earlier cell is looked up in ``namespace`` (the kernel's); without
     one, or not there yet, it counts as unwritten: the answer waits rather than shows too early.
     """
+    parsed = _assignments_and_calls(source)
+    if parsed is None:  # IPython syntax (magics): not a prediction cell of the course
+        return "plain"
+    assigned, calls = parsed
+    if any(call.func.id == "reveal" for call in calls):  # type: ignore[attr-defined]
+        return "exercise"
+    asked = [arg for call in calls if call.func.id == "predict" for arg in call.args]  # type: ignore[attr-defined]
+    if not asked:
+        return "plain"
+    return "unwritten" if _any_open(asked, assigned, namespace) else "written"
+
+
+def exercise_predicted(source: str, namespace: Mapping[str, object] | None = None) -> bool:
+    """Whether an exercise cell's ``reveal()`` predictions are all written (no ``...`` left)."""
+    parsed = _assignments_and_calls(source)
+    if parsed is None:
+        return False
+    assigned, calls = parsed
+    asked = [call.args[0] for call in calls if call.func.id == "reveal" and call.args]  # type: ignore[attr-defined]
+    return bool(asked) and not _any_open(asked, assigned, namespace)
+
+
+def _assignments_and_calls(source: str) -> tuple[dict[str, ast.expr], list[ast.Call]] | None:
+    """A cell's ``name = value`` bindings and its calls of plain names; None where it is not Python."""
     try:
         tree = ast.parse(source)
-    except SyntaxError:  # IPython syntax (magics): not a prediction cell of the course
-        return "plain"
+    except SyntaxError:
+        return None
     assigned: dict[str, ast.expr] = {}
     calls: list[ast.Call] = []
     for node in ast.walk(tree):
@@ -688,11 +718,13 @@ def prediction_cell(source: str, namespace: Mapping[str, object] | None = None) 
                     assigned[target.id] = node.value
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
             calls.append(node)
-    if any(call.func.id == "reveal" for call in calls):  # type: ignore[attr-defined]
-        return "exercise"
-    asked = [arg for call in calls if call.func.id == "predict" for arg in call.args]  # type: ignore[attr-defined]
-    if not asked:
-        return "plain"
+    return assigned, calls
+
+
+def _any_open(
+    asked: Sequence[ast.expr], assigned: dict[str, ast.expr], namespace: Mapping[str, object] | None
+) -> bool:
+    """Whether any of ``asked`` still holds ``...``, followed through the cell's own assignments."""
 
     def open_(node: ast.expr) -> bool:
         if isinstance(node, ast.Name) and node.id in assigned:
@@ -707,7 +739,7 @@ def prediction_cell(source: str, namespace: Mapping[str, object] | None = None) 
             return any(open_(item) for item in node.elts)
         return False
 
-    return "unwritten" if any(open_(arg) for arg in asked) else "written"
+    return any(open_(arg) for arg in asked)
 
 
 def _notebook_name(shell: Any) -> str | None:
@@ -727,7 +759,8 @@ def _show(line: str, source: str, shell: Any = None) -> None:
     print(line)
     kind = prediction_cell(source, shell.user_ns if shell is not None else None)
     if kind == "exercise":  # the reference ran it unanswered: its only output is the request to predict
-        print(EXERCISE_LATER)
+        written = exercise_predicted(source, shell.user_ns if shell is not None else None)
+        print(EXERCISE_PREDICTED if written else EXERCISE_LATER)
         _session.handled = True
         return
     if kind == "unwritten":  # the reference's output is this question's answer: not before the prediction

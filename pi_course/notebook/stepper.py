@@ -34,6 +34,20 @@ LIVE_STYLE = """
 .pi-stepper .pi-live:focus { outline: 1px dashed var(--jp-brand-color1, #1976d2); outline-offset: 2px; }
 """
 
+#: In the static table's own output, for JupyterLab. A notebook saved again without re-running a
+#: stepper it reopened loses that stepper's widget state (JupyterLab keeps only live widgets), and
+#: the widget's output would read "Error displaying widget: model not found" under the table: it
+#: says instead how the stepper comes back. (Loading, the same node is empty or has children.)
+MISSING_NOTE = "步进器没有随笔记本保存下来：再运行这一格，就能播放、拖动；上面的表格已列出每一步。"
+_MISSING = (
+    ".jp-OutputArea-child:has(.pi-static) + .jp-OutputArea-child .jupyter-widgets:not(:empty):not(:has(*))"
+)
+MISSING_STYLE = (
+    f"{_MISSING} {{ font-size: 0; visibility: hidden; }}"
+    f'{_MISSING}::before {{ content: "{MISSING_NOTE}"; visibility: visible; '
+    "font-size: var(--jp-content-font-size1, 14px); color: var(--jp-ui-font-color2, #555); }"
+)
+
 #: Below the static table (and in a practice copy's 预期输出, which shows it): true wherever it shows.
 LIVE_NOTE = (
     "可以播放、拖动的步进器要在这一格运行成功后才出现（打开保存过的笔记本时，需先信任它）；"
@@ -123,7 +137,7 @@ class Stepper(widgets.VBox):  # type: ignore[misc]
         self.count = len(pages)
         self.lines = list(lines)
         self.static_html = (
-            f'{style_tag()}<div class="pi-sv pi-static pi-static-{self.kind}">'
+            f'{style_tag(MISSING_STYLE)}<div class="pi-sv pi-static pi-static-{self.kind}">'
             f'<div class="pi-title">{esc(title)} · {self.count} {self.unit}</div>{aligned(static)}</div>'
         )
 

@@ -13,7 +13,7 @@ host name but loopback unresolvable, so a request to any CDN fails instead of qu
   stubs; 5.1 written through the site's editor turns it green in the same kernel (or it says in
   one line to restart); an independent learner's solution (``tests/workflow/learners/ada``)
   survives a reload, its lesson modules load from the browser's storage and the course's own
-  subpackages from the installed wheel, and ``check(beyond=True)`` says 完成; an import error is
+  subpackages from the installed wheel, and ``check()`` says 完成; an import error is
   one line naming the file and ``check()``; ``reset()`` puts one file back; ``download_copy()``
   downloads a zip that holds the learner's edits.
 * Every practice notebook, with that solution in storage, runs without an error or thread failure.
@@ -521,9 +521,9 @@ def test_practice_checkpoint_first_then_5_1_in_the_editor_then_the_whole_copy(
         saved = {path for path in files if path.startswith("practice/pi_course/")}
         assert set(cell_texts(cells)[-1].split()) == saved, cell_texts(cells)[-1]
 
-        # The whole check, as the landing page says: check(beyond=True) in a practice notebook.
+        # The whole check, as the landing page says: check() in a practice notebook.
         cells = page.evaluate(
-            script(APPEND_AND_RUN), "from pi_course.course.check import check\nok = check(beyond=True)"
+            script(APPEND_AND_RUN), "from pi_course.course.check import check\nok = check()"
         )
         page.screenshot(path=str(SHOTS / "lite-practice-check.png"))
         printed = cell_texts(cells)[-1].splitlines()

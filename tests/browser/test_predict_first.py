@@ -4,8 +4,9 @@ A complete practice copy (learner ``ada``): Run All leaves every question's answ
 cell says to write the prediction first); writing a prediction and running the cell shows the
 answer; the 4/2 stepper's list then grows as it steps (a later step's event is not on screen
 before that step); 05-5 shows the correct and broken runs side by side. A fresh copy: a
-question's cell shows no 预期输出 box before the prediction. Light and dark screenshots go to
-``build/browser/predict-*.png``.
+question's cell shows no 预期输出 box before the prediction. The complete copy's 05-0 saved,
+closed and reopened shows its stepper again, not "model not found". Light and dark screenshots go
+to ``build/browser/predict-*.png`` and ``reopen-*.png``.
 """
 
 from __future__ import annotations
@@ -98,6 +99,15 @@ def _output(page: Any, index: int) -> Any:
     return page.locator(".jp-Notebook .jp-Cell").nth(index).locator(".jp-OutputArea")
 
 
+def _light_and_dark(page: Any, shown: Any, name: str) -> None:
+    """Screenshots ``name``-light.png and ``name``-dark.png with ``shown`` in view; light again after."""
+    for theme in ("light", "dark"):
+        set_theme(page, f"JupyterLab {theme.title()}")
+        shown.scroll_into_view_if_needed()
+        page.screenshot(path=str(SHOTS / f"{name}-{theme}.png"))
+    set_theme(page, "JupyterLab Light")
+
+
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
@@ -172,12 +182,7 @@ def test_a_copy_shows_the_break_side_by_side(lab: tuple[str, str], browser: Any)
     expect(output).to_contain_text("第一处不同在第 1 条事件")
     expect(output).to_contain_text("2/3 通过")
     assert output.locator("td.pi-missing").count() == 1  # the first difference, marked once
-    table.scroll_into_view_if_needed()
-    page.screenshot(path=str(SHOTS / "predict-copy-05-5-break-light.png"))
-    set_theme(page, "JupyterLab Dark")
-    table.scroll_into_view_if_needed()
-    page.screenshot(path=str(SHOTS / "predict-copy-05-5-break-dark.png"))
-    set_theme(page, "JupyterLab Light")
+    _light_and_dark(page, table, "predict-copy-05-5-break")
     restored = _output(page, _cell(page, "as_it_is(DIAGNOSTIC_4_2_CHUNKS)"))
     expect(restored.locator("table.pi-compare")).to_have_count(1)
     assert restored.locator("td.pi-bad, td.pi-missing").count() == 0
@@ -279,4 +284,67 @@ def test_the_book_folds_the_migration_answer_and_points_the_break_at_a_copy(
     set_theme(page, "JupyterLab Dark")
     page.screenshot(path=str(SHOTS / "predict-book-05-5-dark.png"))
     set_theme(page, "JupyterLab Light")
+    page.close()
+
+
+def _save_and_close(page: Any) -> None:
+    """Save (as Ctrl+S does), shut the kernel down and close the tab: the learner's day ends."""
+    page.evaluate(
+        """async () => { const panel = window.jupyterapp.shell.currentWidget;
+           await window.jupyterapp.commands.execute('docmanager:save');
+           if (panel.context.model.dirty) throw new Error('not saved');
+           await panel.sessionContext.shutdown(); }"""
+    )
+    page.close()  # nothing of this session's widgets is left in a page
+
+
+def test_a_notebook_saved_closed_and_reopened_shows_its_stepper_again(
+    lab: tuple[str, str], browser: Any
+) -> None:
+    """The learner's next day: run, save, close, open again. The stepper comes back from the widget
+    state the save stored (the course sets JupyterLab's ``saveState``) and steps without a kernel;
+    JupyterLab's own default left "model not found" under the table. Saved again that day without
+    re-running the cell, the state is gone (JupyterLab keeps live widgets only): the day after, the
+    table shows and the cell says how the stepper comes back, in place of JupyterLab's error."""
+    from playwright.sync_api import expect
+
+    from pi_course.notebook.stepper import MISSING_NOTE
+
+    expect.set_options(timeout=60_000)
+    path, marker = "done/notebooks/05-0-overview.ipynb", "PartialStepper.replay(MAINLINE_CHUNKS"
+    page = _open(browser, lab, path)
+    result = _run_all(page)
+    assert not result["errors"], result["errors"]
+    expect(page.locator(".pi-stepper")).to_have_count(1)
+    _save_and_close(page)
+
+    page = _open(browser, lab, path)
+    page.evaluate("async () => { await window.jupyterapp.shell.currentWidget.context.ready; }")
+    output = _output(page, _cell(page, marker))
+    output.scroll_into_view_if_needed()
+    stepper = output.locator(".pi-stepper")
+    expect(stepper).to_have_count(1)
+    expect(page.get_by_text("model not found")).to_have_count(0)
+    expect(output.locator(".pi-static:visible")).to_have_count(0)  # shown once: the live stepper
+    handle = stepper.locator(".noUi-handle").first
+    handle.focus()
+    handle.press("End")  # steps with no kernel: the pages and links are in the saved state
+    last = round(float(handle.get_attribute("aria-valuemax") or "0"))
+    expect(stepper.locator(".pi-page:visible tr.pi-current")).to_contain_text(f"▶ {last}")
+    _light_and_dark(page, stepper, "reopen-05-0-stepper")
+    _write_and_run(page, _cell(page, "my_same = ..."), "my_same = ...", "my_same = False")  # not the stepper
+    _save_and_close(page)
+
+    page = _open(browser, lab, path)
+    page.evaluate("async () => { await window.jupyterapp.shell.currentWidget.context.ready; }")
+    output = _output(page, _cell(page, marker))
+    output.scroll_into_view_if_needed()
+    expect(output.locator(".pi-static")).to_be_visible()
+    error = page.get_by_text("model not found")
+    expect(error).to_have_count(1)  # the state is gone, as JupyterLab saves it ...
+    expect(error).to_be_hidden()  # ... and the cell says what to do instead
+    said = error.evaluate("node => getComputedStyle(node, '::before').content")
+    assert MISSING_NOTE in said, said
+    _light_and_dark(page, output, "reopen-05-0-saved-again")
+    page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.shutdown()")
     page.close()

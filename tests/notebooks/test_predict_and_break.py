@@ -409,3 +409,64 @@ def test_no_key_said_any_way_is_right() -> None:
         assert lesson.judge(said, tools).startswith("✓"), said
     for said in ("空数组", "null", "[]"):
         assert lesson.judge(said, tools).startswith("✗"), said
+
+
+def test_every_answer_fold_comes_after_the_prediction_cell_it_answers() -> None:
+    """Top to bottom a learner meets the question, the cell where the prediction is written, then
+    the 看答案 fold: never a fold between a question and the place to answer it, and none missing."""
+    asks = re.compile(r"^\s*(my_\w+) = \.\.\.", re.M)
+    wrong, folds = [], 0
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        question, asked, last_code_asks = None, False, False
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            text, where = "".join(cell["source"]), f"{path.stem} {cell['id']}"
+            if cell["cell_type"] == "code":
+                last_code_asks = bool(asks.search(text))
+                asked = asked or last_code_asks
+                continue
+            if "<summary>看答案</summary>" in text:
+                folds += 1
+                if question is None or "**先想一想**" in text or not (asked and last_code_asks):
+                    wrong.append(f"{where}: the fold is not right after the prediction cell of its question")
+                question = None
+            if "**先想一想**" in text:
+                if question is not None:
+                    wrong.append(f"{question}: no 看答案 after its prediction cell")
+                question, asked = where, False
+        if question is not None:
+            wrong.append(f"{question}: no 看答案 after its prediction cell")
+    assert not wrong, wrong
+    assert folds >= 15, folds  # 05-0…05-5's questions
+
+
+def test_an_exercise_whose_prediction_is_written_is_not_asked_for_it_again(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """05-4 exercise 1 waits for 5.4 (``require``): to a learner who has written the prediction it
+    says what is left, not 写下预测 again."""
+    [source] = ["".join(c["source"]) for _n, c in _code_cells() if c["id"] == "05-4-17"]
+    assert lesson.prediction_cell(source) == "exercise" and not lesson.exercise_predicted(source)
+    lesson._show("需要先完成实践 5.4（…）", source)
+    assert lesson.EXERCISE_LATER in capsys.readouterr().out
+    written = source.replace("...", '"拒绝"')
+    assert lesson.exercise_predicted(written)
+    lesson._show("需要先完成实践 5.4（…）", written)
+    said = capsys.readouterr().out
+    assert lesson.EXERCISE_PREDICTED in said and "写下预测" not in said, said
+    half = source.replace("...", '"拒绝"', 1)  # one of three written
+    assert not lesson.exercise_predicted(half)
+    assert lesson.exercise_predicted("predicted = 2\nreveal(predicted, 3)")
+    assert not lesson.exercise_predicted("reveal(predicted, 3)", {"predicted": ...})
+    assert lesson.exercise_predicted("reveal(predicted, 3)", {"predicted": 2})
+
+
+def test_the_echo_points_to_the_answer_fold_where_it_is(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The fold follows the cell where the prediction is written: below from there, above later."""
+    monkeypatch.setattr(lesson._session, "source", "my_slots = 3\npredict(my_slots)")
+    lesson._say_predictions([3], {})
+    assert "展开这一格下面折叠的「看答案」" in capsys.readouterr().out
+    monkeypatch.setattr(lesson._session, "source", "predict(my_slots)  # 上面写下的预测\nshow()")
+    lesson._say_predictions([3], {})
+    assert "展开上面折叠的「看答案」" in capsys.readouterr().out

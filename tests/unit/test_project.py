@@ -133,3 +133,23 @@ def test_the_browser_edition_carries_the_hypothesis_release_lab_pins() -> None:
     assert len(pinned) == 1 and "==" in pinned[0], pinned
     lite = (Path(__file__).parents[2] / "tools" / "lite" / "requirements.txt").read_text(encoding="utf-8")
     assert pinned[0] in lite.splitlines()
+
+
+def test_jupyterlab_saves_widget_state_wherever_the_course_is_installed_and_in_the_tab() -> None:
+    """A stepper saved, closed and reopened comes back from the saved state (browser test:
+    ``test_a_notebook_saved_closed_and_reopened_shows_its_stepper_again``): the wheel puts the
+    default where JupyterLab reads packages' defaults, and the browser edition's overrides say it too."""
+    from jupyterlab_server.settings_utils import _get_overrides
+
+    plugin = "@jupyter-widgets/jupyterlab-manager:plugin"
+    schema = Path(sys.prefix, "share/jupyter/labextensions/@jupyter-widgets/jupyterlab-manager")
+    schema = schema / "schemas/@jupyter-widgets/jupyterlab-manager/plugin.json"
+    assert "saveState" in json.loads(schema.read_text(encoding="utf-8"))["properties"]
+    shared = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["hatch"]["build"]
+    [(source, target)] = shared["targets"]["wheel"]["shared-data"].items()
+    assert target == "etc/jupyter/labconfig/default_setting_overrides.d/pi-course.json"
+    assert json.loads((ROOT / source).read_text(encoding="utf-8")) == {plugin: {"saveState": True}}
+    installed, error = _get_overrides(str(ROOT / "build" / "no-app-settings"))
+    assert not error and installed.get(plugin) == {"saveState": True}, "re-run make: .venv predates it"
+    lite = json.loads((ROOT / "tools" / "lite" / "overrides.json").read_text(encoding="utf-8"))
+    assert lite[plugin] == {"saveState": True}

@@ -229,6 +229,7 @@ async def test_display_gives_a_static_table_and_the_live_widget() -> None:
     assert static.count('<tr class="pi-row">') == 11 and "pi-static" in static
     assert "Provider index 4" in static and "Provider index 2" in static
     assert "4/2 · 11 步</div>" in static
+    assert shell.MISSING_NOTE in static  # in place of "model not found", should the widget state be lost
     assert (
         static == PartialStepper(DIAGNOSTIC_4_2_CHUNKS, await run(DIAGNOSTIC_4_2_CHUNKS), "4/2")._repr_html_()
     )

@@ -160,12 +160,22 @@ def test_course_only_runs_the_eleven_alone_and_verbose_prints_pytests_report_fir
 
 
 @pytest.mark.slow
-def test_python_check_runs_the_course_alone(capsys: pytest.CaptureFixture[str]) -> None:
+def test_python_check_asks_what_the_command_line_asks(capsys: pytest.CaptureFixture[str]) -> None:
+    """``check()`` is ``check 05``, ``check("5.2")`` its ``--step 5.2``; ``beyond=False`` its ``--course-only``."""
     tested = "检查的是参考实现（pi_course），不是练习副本"  # pytest runs in the clone's root
     assert check()  # what a notebook's checkpoint cell calls
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:7] == [tested, *COURSE_LINES, f"本章规则：{len(RULES)}/{len(RULES)}"], lines
+    assert re.fullmatch(r"本章之外的检查：(\d+)/\1", lines[7]) and lines[8:] == ["第 05 章：完成"], lines
+    assert check(beyond=False)
     assert capsys.readouterr().out.splitlines() == [tested, *COURSE_LINES, "第 05 章聚焦测试：完成"]
-    assert check("5.2")
-    assert capsys.readouterr().out.splitlines() == [tested, COURSE_LINES[1], "实践 5.2：完成"]
+    assert check("5.2")  # 5.1 and 5.2: their focused tests, rules, comparisons and beyond checks
+    lines = capsys.readouterr().out.splitlines()
+    kept = sum(rule.step in ("5.1", "5.2") for rule in RULES)
+    # No beyond check needs only 5.1 and 5.2: none is shown, none said not run.
+    assert lines == [tested, COURSE_LINES[1], f"实践 5.1–5.2 的规则：{kept}/{kept}", "实践 5.2：完成"]
+    assert check("5.2", beyond=False)
+    assert capsys.readouterr().out.splitlines() == [tested, COURSE_LINES[1], "实践 5.2 聚焦测试：完成"]
 
 
 @pytest.mark.slow
@@ -204,6 +214,12 @@ def test_a_beyond_check_counts_once_its_steps_pass() -> None:
     assert judge(full).line == "第 05 章：未完成——本章之外的检查：B（test_b）"
     assert judge(Report(done, beyond=checks[:1])).line == "第 05 章：完成"
     assert judge(Report(done), beyond=False).line == "第 05 章聚焦测试：完成"
+    # The focused tests alone never claim a step: their verdict says what they were.
+    assert judge(Report(done), STEPS[0], beyond=False).line == "实践 5.1 聚焦测试：完成"
+    assert judge(Report(done, beyond=checks[:1]), STEPS[2]).line == "实践 5.3：完成"
+    # A step whose beyond checks could not run is no more done than the chapter would be.
+    missing = Report(done, beyond_note="本章之外的检查：没有找到 tests/test_05_beyond.py，跳过")
+    assert judge(missing, STEPS[0]).line.startswith("实践 5.1：未完成——没有找到 tests/test_05_beyond.py")
 
 
 def test_every_beyond_check_names_its_step_once() -> None:
@@ -494,7 +510,7 @@ def test_a_loop_that_never_awaits_is_stopped_and_named(completed: Path) -> None:
     assert lines[0] == "出站转换：0/1 未通过"
     assert lines[1].startswith("实践 5.1 的规则：0/")  # a step runs with its rules: none kept here
     stop = lines.index("测试提前停止：一项测试停在一个从不 await 的循环里，其余测试不再运行")
-    assert lines[2:stop] == ["本章之外的检查：没有运行"]  # the session stopped before them
+    assert lines[2:stop] == []  # no beyond check needs only 5.1: none is said not run
     assert lines[stop + 1].startswith(
         "  ✗ test_outbound_conversion_maps_four_roles_and_tools_without_touching_input — 下一步："
         "看 pi_course/outbound.py 的 to_provider_messages()：第 "

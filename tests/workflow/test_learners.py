@@ -258,6 +258,32 @@ def test_a_typical_mistake_ends_check_within_its_bound_with_the_decisive_line(
         assert text not in result.stdout, f"{text!r} in:\n{result.stdout}"
 
 
+# One mistake per step that only the step's rules, comparisons or beyond checks see (its focused
+# tests pass): the step is unfinished at every door, as the whole chapter's verdict says.
+ONLY_BEYOND_SEES = {"tools-kept-a-list": "5.1", "missing-finish-words": "5.2", "usage-added-up": "5.3",
+                    "key-kept-in-context": "5.4"}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ONLY_BEYOND_SEES)
+def test_a_step_means_the_same_at_every_door(starter: Path, tmp_path: Path, name: str) -> None:
+    """``check("5.x")`` in a notebook and ``check 05 --step 5.x`` judge the same things: 未完成 both."""
+    learner, module, correct, wrong, _ = MISTAKES[name]
+    step = ONLY_BEYOND_SEES[name]
+    copy = learner_copy(starter, tmp_path, learner)
+    mistake(copy, module, correct, wrong)
+    command, _ = check(copy, "--step", step)
+    verdict = command.stdout.splitlines()[-1]
+    assert command.returncode == 1 and verdict.startswith(f"实践 {step}：未完成——实践 {step}"), command.stdout
+    cell = f"from pi_course.course.check import check\nraise SystemExit(0 if check({step!r}) else 1)"
+    notebook = subprocess.run(
+        [sys.executable, "-c", cell], cwd=copy / "notebooks", capture_output=True, text=True,
+        timeout=testrun.RUN_TIMEOUT + 30, check=False,
+    )  # fmt: skip
+    assert notebook.returncode == 1 and notebook.stdout.splitlines()[-1] == verdict, notebook.stdout
+    whole, _ = check(copy)
+    assert f"实践 {step}" in whole.stdout.splitlines()[-1], whole.stdout  # the chapter refuses that step
+
+
 # Learner output never decides a verdict: prints at import time or inside a tested function, and a
 # child process left running that holds stdout open. The daemon outlives the check by far: a runner
 # that waited for its output to close would run into `check`'s own subprocess timeout here.

@@ -46,7 +46,7 @@ class Stage:
     done: tuple[str, ...]
     broken: str | None = None  # the step a mistake breaks (its focused tests fail)
     mistake: tuple[str, str, str] | None = None  # (module, the learner's text, the mistaken text)
-    chapter_says: str = ""  # what 05-4's whole-chapter checkpoint must print (a beyond check)
+    chapter_says: str = ""  # what 05-4's checkpoints must print (a beyond check: 5.4's own names it)
 
 
 ALL = ("5.1", "5.2", "5.3", "5.4")
@@ -224,11 +224,12 @@ def problems(name: str, run: Run) -> list[str]:
             ok = (LABELS[step] in said_there or f"实践 {first}" in said_there) and passed not in said_there
         if not ok:
             found.append(f"{notebook}'s checkpoint does not name {step} as it stands: {said_there}")
-    chapter = [
-        cell for cell in run.cells if cell["notebook"].startswith("05-4") and "check(beyond" in cell["source"]
-    ]
-    if not chapter or stage.chapter_says not in chapter[0]["output"]:
-        found.append(f"05-4's whole-chapter checkpoint lacks {stage.chapter_says!r}")
+    # 05-4's two checkpoints: check("5.4"), then the whole chapter's check() once 5.4 is done.
+    last = [cell for cell in run.cells if cell["notebook"].startswith("05-4") and "check(" in cell["source"]]
+    if not any("check()" in cell["source"] for cell in last):
+        found.append("05-4: no whole-chapter checkpoint ran")
+    if not any(stage.chapter_says in cell["output"] for cell in last):
+        found.append(f"05-4's checkpoints lack {stage.chapter_says!r}")
     return found
 
 

@@ -6,9 +6,12 @@ states, whether it is done and the first thing to fix. The text report (:func:`t
 the advice, ``--json``'s record (:func:`record_of`), the notebook's ``check()`` and ``grade``
 all read it; none of them judges again.
 
-Checking one step means what the notebook's checkpoint cell always meant: the step and every
-step before it run, and an earlier step that is not done is named first; the step is done only
-when the whole chapter's verdict would say nothing against it or an earlier step.
+Checking one step means the same at every door (``check("5.x")``, ``--step 5.x``, a sandboxed
+run of either): the step and every step before it run, with their rules, their comparisons and
+the beyond checks that need no later step (:attr:`.facts.BeyondCheck.step`), and an earlier step
+that is not done is named first; the step is done only when the whole chapter's verdict would say
+nothing against it or an earlier step. The focused tests alone (``beyond=False``) say so in the
+verdict's scope, so they never claim the step.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ class Judgement:
     beyond: bool  # the checks beyond the focused tests were asked for (rules, comparisons, beyond)
     rules: Rules  # the judged steps' rules, computed once; None: not checked
     blocked_by: Step | None  # the first earlier step of the asked one that is not done
-    scope: str  # 第 05 章, 第 05 章聚焦测试, 实践 5.3
+    scope: str  # 第 05 章, 实践 5.3; the focused tests alone: 第 05 章聚焦测试, 实践 5.3 聚焦测试
     done: bool
     first_failure: str | None
 
@@ -62,16 +65,13 @@ def judge(report: Report, asked: Step | None = None, *, beyond: bool = True) -> 
     blocked_by = None
     if asked is not None and report.red_light is None:
         blocked_by = next((step for step in steps[:-1] if not report.step_done(step)), None)
-    if asked is not None:
-        scope = f"实践 {asked.number}"
-    elif not beyond:
-        scope = f"{CHAPTER}聚焦测试"
-    else:
-        scope = CHAPTER
+    scope = CHAPTER if asked is None else f"实践 {asked.number}"
+    if not beyond:  # the focused tests alone: never the step's or the chapter's own verdict
+        scope += "聚焦测试" if asked is None else " 聚焦测试"
     done = report.ok(steps) and report.beyond_ok() and rules_ok(rules)
     first: str | None = None
-    if beyond and asked is None and report.beyond_note is not None and report.ok(steps):
-        done = False  # a missing beyond file: never done
+    if beyond and report.beyond_note is not None and report.ok(steps):
+        done = False  # a missing beyond file: never done, a step no more than the chapter
         first = (
             f"没有找到 tests/{BEYOND_TEST}，本章之外的检查没有运行，不能算完成。"
             f"下一步：从新的练习副本（practice 05 新目录）拷回 tests/{BEYOND_TEST}"
@@ -130,7 +130,8 @@ def count_lines(judgement: Judgement, *, compact: bool = False) -> list[str]:
     if report.beyond_note is not None:
         lines.append(report.beyond_note)
     if report.beyond is not None and not report.beyond:
-        lines.append("本章之外的检查：没有运行")
+        if judgement.asked is None:  # a step before any beyond check's (5.1, 5.2) has none to run
+            lines.append("本章之外的检查：没有运行")
     elif report.beyond is not None:
         lines += _beyond_lines(judgement, compact=compact)
     if report.stopped is not None:
