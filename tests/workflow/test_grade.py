@@ -34,6 +34,7 @@ from typing import Any
 
 import pytest
 import yaml
+from children import sigint_default
 from learners import apply, copy_of, mistake, tree_digest
 
 from pi_course.chapter.steps import CHAPTER_TOTAL, STEPS
@@ -259,9 +260,7 @@ try:
 except KeyboardInterrupt:
     sys.exit(130)
 """
-    # A run started in the background (nohup, `&`) inherits SIGINT ignored: Ctrl-C is what is tested.
-    process = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT,
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
+    process = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, preexec_fn=sigint_default)
     try:
         deadline = time.monotonic() + 180  # a hang bound: two processes start in well under a second
         while len(list(pids.iterdir())) < 2 and time.monotonic() < deadline:
