@@ -82,9 +82,10 @@ def cli(*args: str, cwd: Path = ROOT, timeout: float = 600) -> subprocess.Comple
 
 
 def fake_copy(folder: Path) -> Path:
-    """The two files that make a folder a course tree: enough for discovery and the stand-in."""
+    """The files that make a folder a practice copy's course tree: enough for discovery and the stand-in."""
     (folder / "pi_course").mkdir(parents=True)
-    (folder / "pi_course" / "__init__.py").write_text('EDITION = "practice"\n', encoding="utf-8")
+    (folder / "pi_course" / "__init__.py").write_text("", encoding="utf-8")
+    (folder / "LEARNING.md").write_text("", encoding="utf-8")
     (folder / "tests").mkdir()
     (folder / "tests" / "test_05_provider_adapter.py").write_text("", encoding="utf-8")
     return folder
