@@ -52,6 +52,17 @@ def practice(tmp_path: Path) -> Path:
     return tmp_path / "lab"
 
 
+@pytest.mark.slow
+def test_a_copy_written_over_with_the_reference_still_reads_as_a_practice_copy(practice: Path) -> None:
+    """The edition comes from the copy: the reference's ``__init__.py`` pasted in (the target's) changes nothing."""
+    copy_reference(practice, ("__init__.py",))
+    said = subprocess.run(
+        [sys.executable, "-c", "import pi_course; print(pi_course.EDITION)"],
+        cwd=practice, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert said.stdout == "practice\n", said.stderr
+
+
 def test_make_starter_replaces_removes_and_keeps_generators() -> None:
     source = (
         "def f():\n"
