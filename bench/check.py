@@ -6,7 +6,8 @@ command and every process it started, the best of a few rounds measured in this 
 
 * cold: no results kept in the copy (every step runs);
 * warm: run again with nothing changed (no step runs);
-* one lesson file edited (a comment appended), per file: the steps that use it run again;
+* one lesson file edited (a statement appended), per file: the steps that use it run again (of
+  ``protocol.py``'s, the transport comparisons' reference side is kept: it reads only the given part);
 * ``--step 5.3`` after an edit of ``sse.py`` and with nothing changed;
 * a notebook's checkpoint cell, ``check("5.x")`` run from the copy's ``notebooks/`` after an edit
   of that step's last lesson file: the step's whole check (its focused tests, rules, comparisons
@@ -58,8 +59,9 @@ def cell(copy: Path, step: str, beyond: bool) -> float:
 
 
 def touch(copy: Path, module: str, round_: int) -> None:
+    """An edit of the learner's own code: a statement appended (a comment alone changes no syntax)."""
     path = copy / "pi_course" / module
-    path.write_text(path.read_text(encoding="utf-8") + f"\n# edit {round_}\n", encoding="utf-8")
+    path.write_text(path.read_text(encoding="utf-8") + f"\n_edited_{round_} = {round_}\n", encoding="utf-8")
 
 
 def main() -> None:

@@ -59,7 +59,7 @@ from pi_course import (
     UserMessage,
 )
 from pi_course.chapter.contract import open_points, point
-from pi_course.course.checker import drawn
+from pi_course.course.checker import drawn, refcache
 from pi_course.course.checker.plugin_path.pi_course_check.contract import Fact
 from pi_course.course.checker.twin import Twin, reference_twin
 from pi_course.course.copies.starters import reference_sources
@@ -163,17 +163,20 @@ def on_generated(examples: int, inputs: Callable[[], Any], compare_one: Callable
     many were compared.
 
     The inputs are drawn once, when the course is built, and replayed (``pi_course.course.checker.drawn``):
-    at the first replayed input that fails, hypothesis draws them again up to it and shrinks it."""
+    at the first replayed input that fails, hypothesis draws them again up to it and shrinks it (a
+    drawing that never meets it fails on the replayed input itself)."""
     need_hypothesis()
     where = drawn.site()
     kept = drawn.replay(where, THIS_FILE)
-    if kept is not None:
+    failed: list[Any] = []
+    for value in kept or ():
         try:
-            for value in kept:
-                compare_one(value)
-            return len(kept)
+            compare_one(value)
         except Exception:  # the first failure: hypothesis finds it again and shrinks it
-            pass
+            failed.append(value)
+            break
+    if kept is not None and not failed:
+        return len(kept)
     ran = 0
     seen: list[Any] = []
 
@@ -188,6 +191,8 @@ def on_generated(examples: int, inputs: Callable[[], Any], compare_one: Callable
 
     with drawn.same_inputs_everywhere():
         each()
+    for value in failed:  # hypothesis drew otherwise here and never met it: it fails as it was kept
+        compare_one(value)
     drawn.keep(where, THIS_FILE, seen)
     return ran
 
@@ -565,13 +570,28 @@ def events_seen(events: list[object], reference: list[object]) -> list[dict[str,
     return [event_seen(event, reference[i] if i < len(reference) else None) for i, event in enumerate(events)]
 
 
-def exception_seen(error: BaseException | None, reference: BaseException | None) -> object:
+def exception_seen(error: BaseException | None, reference: BaseException | Ended | None) -> object:
     if error is None:
         return None
     name = "AbortError" if isinstance(error, AbortError) else "其他异常"
-    if isinstance(error, AbortError) or reference is None or isinstance(reference, AbortError):
+    ended = ended_with(reference)
+    if isinstance(error, AbortError) or ended is None or ended.aborted:
         return name
-    return f"{name}：{error_seen(str(error), str(reference))}"
+    return f"{name}：{error_seen(str(error), ended.text)}"
+
+
+@dataclass(frozen=True)
+class Ended:
+    """What an exception that ended the reference's run is compared by: an abort or not, its text."""
+
+    aborted: bool
+    text: str
+
+
+def ended_with(error: BaseException | Ended | None) -> Ended | None:
+    if error is None or isinstance(error, Ended):
+        return error
+    return Ended(isinstance(error, AbortError), str(error))
 
 
 # --- driving async code from a sync hypothesis test ------------------------------------------------
@@ -1944,11 +1964,12 @@ async def through_transport(
     return Seen(chunks, error, requests, closed)
 
 
-def transport_seen(seen: Seen, reference: Seen, key: str | None = KEY) -> dict[str, Any]:
-    """What a transport did; ``key=None``: whether the key leaked is not looked at (5.3: that is 5.4's)."""
+def transport_seen(seen: Seen, reference: Seen | Ended | None, key: str | None = KEY) -> dict[str, Any]:
+    """What a transport did, beside the reference's run (or what it ended with); ``key=None``:
+    whether the key leaked is not looked at (5.3: that is 5.4's)."""
     observed: dict[str, Any] = {
         "chunks": [chunk_seen(c) for c in seen.chunks],
-        "结束": exception_seen(seen.error, reference.error),
+        "结束": exception_seen(seen.error, reference.error if isinstance(reference, Seen) else reference),
         "响应已关闭": seen.closed,
     }
     if key is not None:
@@ -1976,18 +1997,87 @@ def key_left_in(error: BaseException | None, key: str) -> bool:
     return False
 
 
+@dataclass(frozen=True)
+class ReferenceSeen:
+    """The reference transport's side of one exchange, as the comparison reads it (plain data)."""
+
+    seen: dict[str, Any]  # transport_seen() of the reference
+    ended: Ended | None  # what its stream ended with
+    requests: list[dict[str, Any]]
+    timely: bool = True  # False: it ran past through_transport's bound, a result not to keep
+
+
+def reference_transport(twin: Twin, exchange: Exchange, key: str | None) -> ReferenceSeen:
+    """The reference's side of :func:`compare_transport`: what ``transport_reference`` keeps."""
+    reference = run(through_transport(twin.transport, exchange))
+    return ReferenceSeen(
+        transport_seen(reference, reference, key),
+        ended_with(reference.error),
+        reference.requests,
+        timely=not isinstance(reference.error, TimeoutError),
+    )
+
+
+def kept_form(reference: ReferenceSeen) -> list[object]:
+    ended = [reference.ended.aborted, reference.ended.text] if reference.ended is not None else None
+    return [reference.seen, ended, reference.requests]
+
+
+def from_kept(value: object) -> ReferenceSeen | None:
+    """A kept reference side back as a :class:`ReferenceSeen`; ``None`` when it is not one."""
+    if not (isinstance(value, list) and len(value) == 3):
+        return None
+    seen, ended, requests = value
+    if not (isinstance(seen, dict) and isinstance(requests, list)):
+        return None
+    if ended is None:
+        return ReferenceSeen(seen, None, requests)
+    if (
+        isinstance(ended, list)
+        and len(ended) == 2
+        and isinstance(ended[0], bool)
+        and isinstance(ended[1], str)
+    ):
+        return ReferenceSeen(seen, Ended(*ended), requests)
+    return None
+
+
+@pytest.fixture(scope="module")
+def transport_reference() -> Iterator[refcache.Kept]:
+    """The reference's side of the transport comparisons, kept between checks of a copy (refcache)."""
+    kept = refcache.opened("transport", THIS_FILE, "reference_transport", ("transport.py", "sse.py"))
+    try:
+        yield kept
+    finally:
+        kept.save()
+
+
 def compare_transport(
-    twin: Twin, exchange: Exchange, name: str | None = None, *, keys: bool = True
-) -> tuple[Seen, Seen]:
+    twin: Twin,
+    exchange: Exchange,
+    name: str | None = None,
+    *,
+    keys: bool = True,
+    kept: refcache.Kept | None = None,
+) -> tuple[ReferenceSeen, Seen]:
     """The learner's transport beside the reference's on one exchange (the reference's side and the
-    learner's, for more checks). ``keys``: also whether the key leaked (5.4's redaction)."""
+    learner's, for more checks). ``keys``: also whether the key leaked (5.4's redaction). ``kept``:
+    the reference's side kept by an earlier check of the copy, used when found."""
     with alone("transport", "sse", twin.sse):
         actual = run(through_transport(mine("transport"), exchange))
-    reference = run(through_transport(twin.transport, exchange))
     key = exchange.key if keys else None
+    item = repr((exchange, key))
+    found, value = kept.get(item) if kept is not None else (False, None)
+    reference = from_kept(value) if found else None
+    if reference is None:
+        reference = reference_transport(twin, exchange, key)
+        if kept is not None and reference.timely:
+            kept.put(item, kept_form(reference))
 
     def seen(candidate: Twin) -> tuple[object, object]:
-        expected = reference if candidate is twin else run(through_transport(candidate.transport, exchange))
+        if candidate is twin:
+            return reference.seen, transport_seen(actual, reference.ended, key)
+        expected = run(through_transport(candidate.transport, exchange))
         return transport_seen(expected, expected, key), transport_seen(actual, expected, key)
 
     piece = "pi_course/transport.py OpenAICompatibleTransport.stream()（httpx.MockTransport）"
@@ -1997,14 +2087,14 @@ def compare_transport(
 
 @pytest.mark.step("5.3")
 def test_compare_transport_over_http_with_the_reference(
-    twin: Twin, record_property: Callable[[str, object], None]
+    twin: Twin, transport_reference: refcache.Kept, record_property: Callable[[str, object], None]
 ) -> None:
     """HTTP transport 与本章参考一致：每段录制作为响应体，四种读取方式，任意一次读取时 abort()，读完后断线，chunk 与结束方式相同，响应都被关闭
     通常的下一步：pi_course/transport.py 的 stream() 与 _reads()：按「输入」的响应走一遍：读取交给 iter_sse_events，abort 结束为 AbortError，其他错误脱敏后抛出，finally 里关闭响应
     """
     count = 0
     for name, exchange in http_exchanges():
-        compare_transport(twin, exchange, name, keys=False)
+        compare_transport(twin, exchange, name, keys=False, kept=transport_reference)
         count += 1
     record_property(COMPARED, count)
 
@@ -2150,7 +2240,7 @@ if st is not None:
 
 @pytest.mark.step("5.4")
 def test_compare_transport_requests_and_errors_with_the_reference(
-    twin: Twin, record_property: Callable[[str, object], None]
+    twin: Twin, transport_reference: refcache.Kept, record_property: Callable[[str, object], None]
 ) -> None:
     """请求与错误与本章参考一致：发出的请求（URL、header、body，key 只比较位置）、HTTP 错误状态、content type、带 key 的底层错误、任意时刻的 abort，结果相同且 key 从不出现在错误里
     通常的下一步：pi_course/transport.py：按「输入」看第一处不同：URL 与 header（_headers、chat_completions_url）、body（request_body）、错误脱敏（_Secret.redact）
@@ -2158,12 +2248,12 @@ def test_compare_transport_requests_and_errors_with_the_reference(
     count = 0
 
     def compare_one(exchange: Exchange) -> None:
-        expected, actual = compare_transport(twin, exchange)
+        expected, actual = compare_transport(twin, exchange, kept=transport_reference)
         compare("pi_course/transport.py：发出的请求", exchange.shown(), expected.requests, actual.requests)
 
     count += on_generated(120, exchanges, compare_one)
     for exchange in keyless_exchanges():
-        compare_transport(twin, exchange)
+        compare_transport(twin, exchange, kept=transport_reference)
         count += 1
 
     for base_url in (

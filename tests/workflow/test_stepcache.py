@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from learners import apply, mistake
 
-from pi_course.course.checker import stepcache
+from pi_course.course.checker import refcache, stepcache
 from pi_course.course.copies.practice import create_practice
 
 pytestmark = pytest.mark.slow
@@ -135,11 +135,78 @@ def test_a_forged_or_corrupt_cache_only_costs_time(copy: Path) -> None:
 def test_check_path_and_grade_never_read_the_copys_cache(copy: Path, tmp_path: Path) -> None:
     mistake(copy, "sse.py", *SSE_MISTAKE)
     honest = record(copy)
-    key = stepcache._signing_key()
+    key = stepcache.signing_key()
     assert key is not None
     forge(copy, key)  # signed with the user's own key: the copy's own check would trust it
     assert record(copy)["status"] == "done"
     outside = cli("check", "05", "--path", str(copy), "--json", "--sandbox", "none", cwd=tmp_path)
     assert json.loads(outside.stdout)["status"] == "incomplete" == honest["status"]
+    graded = cli("grade", "05", str(copy), "--sandbox", "none", cwd=tmp_path)
+    assert "未完成" in graded.stdout or "incomplete" in graded.stdout, graded.stdout
+
+
+# --- the reference's side of the transport comparisons, kept (pi_course/course/checker/refcache.py) --------
+
+# mei's own mistake (tests/workflow/test_learners.py): only the transport comparison of 5.4 sees it.
+EMPTY_KEY_MISTAKE = (
+    '        if self._value == "":\n            return message  # an empty key: "".replace would put [redacted] between every character\n',
+    "",
+)  # fmt: skip
+REFERENCE_KEPT = stepcache.REFERENCE_FILE.with_name("reference-transport.json")
+
+
+def without_step_results(copy: Path) -> dict[str, object]:
+    (copy / stepcache.CACHE_FILE).unlink()
+    return record(copy)
+
+
+def test_the_kept_reference_side_gives_the_same_record_and_outlives_an_edit_of_the_learners_own_types(
+    copy: Path,
+) -> None:
+    cold = record(copy)
+    kept = copy / REFERENCE_KEPT
+    first = kept.read_bytes()
+    assert cold["status"] == "done" and b'"entries"' in first
+    assert without_step_results(copy) == cold  # every comparison ran again, the transport's on kept ones
+    assert kept.read_bytes() == first  # nothing new to keep: the reference's side was not run again
+    protocol = copy / "pi_course" / "protocol.py"
+    source = protocol.read_text(encoding="utf-8")
+    protocol.write_text(
+        source.replace("class ToolDefinition:\n", 'class ToolDefinition:\n    """Mine."""\n\n')
+    )
+    assert record(copy) == cold and kept.read_bytes() == first  # ToolDefinition: not the transport's
+    protocol.write_text(
+        source.replace("class AbortError(Exception):\n", 'class AbortError(Exception):\n    """Mine."""\n\n')
+    )
+    assert record(copy) == cold and kept.read_bytes() != first  # AbortError: the transport raises it
+
+
+@pytest.mark.workflow
+def test_a_forged_reference_side_only_costs_time_and_check_path_and_grade_never_read_it(
+    tmp_path: Path,
+) -> None:
+    copy = create_practice(tmp_path / "lab")
+    apply(copy, "mei")
+    mistake(copy, "transport.py", *EMPTY_KEY_MISTAKE)
+    honest = record(copy)
+    assert honest["status"] == "incomplete" and (copy / REFERENCE_KEPT).is_file()
+    # The same copy with its mistake as the reference: what a forger would keep as the reference's side.
+    twin = Path(shutil.copytree(copy, tmp_path / "forger"))
+    target = twin / "pi_course" / "course" / "target-05" / "transport.py"
+    target.write_text((copy / "pi_course" / "transport.py").read_text(encoding="utf-8"), encoding="utf-8")
+    shutil.rmtree(twin / stepcache.CACHE_FILE.parent)
+    assert record(twin)["status"] == "done"
+    signature, _, body = (copy / REFERENCE_KEPT).read_bytes().partition(b"\n")
+    stored = json.loads(body)
+    stored["entries"] = json.loads((twin / REFERENCE_KEPT).read_bytes().partition(b"\n")[2])["entries"]
+    forged = json.dumps(stored).encode()
+    (copy / REFERENCE_KEPT).write_bytes(signature + b"\n" + forged)  # not signed with the user's key
+    assert without_step_results(copy) == honest
+    key = stepcache.signing_key()
+    assert key is not None
+    (copy / REFERENCE_KEPT).write_bytes(refcache._signature(key, forged).encode() + b"\n" + forged)
+    assert without_step_results(copy)["status"] == "done"  # signed with the user's own key: trusted
+    outside = cli("check", "05", "--path", str(copy), "--json", "--sandbox", "none", cwd=tmp_path)
+    assert json.loads(outside.stdout)["status"] == "incomplete"
     graded = cli("grade", "05", str(copy), "--sandbox", "none", cwd=tmp_path)
     assert "未完成" in graded.stdout or "incomplete" in graded.stdout, graded.stdout

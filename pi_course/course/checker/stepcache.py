@@ -30,6 +30,7 @@ from ..copies.locate import CACHE_FILE
 from ..copies.starters import reference_sources
 from .results import Case
 
+REFERENCE_FILE = CACHE_FILE.with_name("reference.json")  # the reference's side of comparisons (refcache)
 FORMAT = 2
 # The comparisons of tests/test_05_compare.py that run one lesson file's code: test → (its step, the
 # file, the lesson module whose names it swaps for the reference's with ``alone()``, if any).
@@ -47,7 +48,7 @@ _RUNNING = Path(__file__).resolve().parent  # the check code doing the run (its 
 _SKIPPED = {"__pycache__", ".hypothesis", ".pytest_cache"}
 
 
-def _signing_key() -> bytes | None:
+def signing_key() -> bytes | None:
     """The user's own key, outside every copy; ``None`` when it cannot be kept (no cache then)."""
     home = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pi_course"
     path = home / "check-key"
@@ -285,7 +286,7 @@ def _case(row: dict[str, object]) -> Case:
 
 def load(root: Path, keys: dict[str, str]) -> dict[str, list[Case]]:
     """The kept cases of each step whose entry matches its key and is signed; anything else: not found."""
-    secret = _signing_key()
+    secret = signing_key()
     if secret is None:
         return {}
     try:
@@ -307,7 +308,7 @@ def load(root: Path, keys: dict[str, str]) -> dict[str, list[Case]]:
 
 def store(root: Path, keys: dict[str, str], results: dict[str, list[Case]]) -> None:
     """Keep these steps' cases beside the other steps' entries; a copy not writable keeps nothing."""
-    secret = _signing_key()
+    secret = signing_key()
     if secret is None:
         return
     path = root / CACHE_FILE

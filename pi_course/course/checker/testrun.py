@@ -46,6 +46,7 @@ from .import_failure import ERROR_LINE, blames_the_package, import_failure_from_
 from .plugin_path.pi_course_check.contract import (
     PLUGIN,
     PROGRESS_VARIABLE,
+    REFERENCE_VARIABLE,
     STEPS_VARIABLE,
     TEST_TIMEOUT,
     TIMEOUT_VARIABLE,
@@ -71,6 +72,7 @@ def _environment(root: Path, progress: Path | None = None) -> dict[str, str]:
     env.setdefault(TIMEOUT_VARIABLE, f"{TEST_TIMEOUT:g}")
     if progress is not None:
         env[PROGRESS_VARIABLE] = str(progress)
+    env.pop(REFERENCE_VARIABLE, None)  # set below only for `check` in a copy (stepcache.reference_file)
     # The same report everywhere: some kernels force colour, and pytest prints full, untruncated
     # assertion diffs when it sees a CI variable.
     for variable in ("FORCE_COLOR", "PY_COLORS", "CLICOLOR_FORCE", "CI", "BUILD_NUMBER"):
@@ -149,6 +151,7 @@ def _run_tests_in(
             verbose=verbose,
             with_beyond=beyond_file is not None,
             skip=skip,
+            kept=cache,
         )
         if isinstance(ran, Report):
             return replace(ran, rule_checks=ran.rule_checks if rules_file is not None else None)
@@ -195,17 +198,20 @@ def _pytest(
     verbose: bool,
     with_beyond: bool,
     skip: list[str] | None = None,
+    kept: Path | None = None,
 ) -> tuple[list[Case], str] | Report:
     """One pytest process over ``steps``' tests (less those named in ``skip``): their cases and its
-    report, or a Report saying why none."""
+    report, or a Report saying why none. ``kept``: the copy whose reference observations it may keep."""
     with tempfile.TemporaryDirectory() as scratch:
         junit = Path(scratch) / "junit.xml"
         progress = Path(scratch) / "progress.jsonl"
         env = _environment(root, progress)
         env[STEPS_VARIABLE] = step_selection(STEP_KEYWORDS, [step.number for step in steps], skip or [])
+        if kept is not None:
+            env[REFERENCE_VARIABLE] = str(kept / stepcache.REFERENCE_FILE)
         command = [
             sys.executable, "-m", "pytest", *map(str, files),
-            "-vv" if verbose else "-q", "-p", PLUGIN, "-p", "anyio", "-p", "no:cacheprovider",
+            "-vv" if verbose else "-q", "-p", PLUGIN, "-p", inkernel.ANYIO_PLUGIN, "-p", "no:cacheprovider",
             "--rootdir", str(rootdir), "-o", "addopts=", "--color=no", "--code-highlight=no",
             f"--junitxml={junit}",
         ]  # fmt: skip

@@ -140,6 +140,11 @@ def _traceback_without_this_frame() -> str:
     return "".join(traceback.format_exception(kind, error, tb.tb_next))
 
 
+# anyio's pytest plugin by its module: named by its entry point ("anyio"), pytest would mark the whole
+# anyio package for assertion rewriting and rewrite ~30 modules at every run (no bytecode is written).
+ANYIO_PLUGIN = "anyio.pytest_plugin"
+
+
 def pytest_arguments(command: Sequence[str]) -> list[str]:
     """The arguments of a ``python -m pytest …`` command line (what the subprocess runner builds)."""
     parts = list(command)
@@ -216,7 +221,7 @@ def run_pytest(command: Sequence[str], root: Path, env: Mapping[str, str]) -> tu
     import pytest
 
     # No fd-level capture in a browser; async tests are awaited by await_each_test, not anyio.
-    arguments = [*pytest_arguments(command), "--capture=sys", "-p", "no:anyio"]
+    arguments = [*pytest_arguments(command), "--capture=sys", "-p", "no:anyio", "-p", f"no:{ANYIO_PLUGIN}"]
     output = io.StringIO()
     with (
         tree_first(root, env),

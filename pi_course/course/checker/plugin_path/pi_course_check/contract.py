@@ -13,6 +13,7 @@ PLUGIN = "pi_course_check.plugin"  # what the runner passes to pytest's -p
 TIMEOUT_VARIABLE = "PI_COURSE_TEST_TIMEOUT"  # seconds per test
 PROGRESS_VARIABLE = "PI_COURSE_CHECK_PROGRESS"  # a file the plugin appends JSON lines to
 STEPS_VARIABLE = "PI_COURSE_CHECK_STEPS"  # JSON: which steps' tests to run (see step_selection)
+REFERENCE_VARIABLE = "PI_COURSE_CHECK_REFERENCE"  # where the reference's side of comparisons is kept
 TEST_TIMEOUT = 5.0  # the default bound per test; a correct solution needs milliseconds
 
 
