@@ -43,6 +43,15 @@ def in_a_tab() -> bool:
     return sys.platform == "emscripten"
 
 
+def edition_of(package: str | os.PathLike[str]) -> str:
+    """``"practice"`` for the ``pi_course`` folder of a copy ``practice 05`` made, else ``"reference"``.
+
+    Read from the copy (its ``LEARNING.md`` beside the package), never from the package's own
+    files, which a learner may paste over with the reference's.
+    """
+    return "practice" if (Path(package).parent / "LEARNING.md").is_file() else "reference"
+
+
 def wheel_site() -> Path | None:
     """In a browser tab, the site-packages the wheel is installed in; elsewhere None."""
     if not in_a_tab():

@@ -14,20 +14,24 @@ kernel's clock). Not part of ``make bench``: it needs two built sites (minutes e
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import importlib.util
-import json
 import os
 import shutil
 import sys
 import tempfile
 import threading
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Iterator
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "browser"))
+
+from test_lite import APPEND_AND_RUN, EDIT, Handler, cell_texts, script  # noqa: E402 - as the lite tests drive a site
+
 CHROMIUM = Path("/usr/bin/chromium")
 NOTEBOOK = "practice/notebooks/05-1-outbound.ipynb"
 TIMED = (
@@ -35,52 +39,12 @@ TIMED = (
     "_started = time.perf_counter()\n_ok = check(beyond=True)\n"
     "print('SECONDS', round(time.perf_counter() - _started, 2), 'DONE' if _ok else 'NOT DONE')"
 )
-# The page's own editor and a cell appended and run (as tests/browser/test_lite.py drives them).
-EDIT = """async ([path, text]) => {
-  const app = window.jupyterapp, notebook = app.shell.currentWidget;
-  const editor = await app.commands.execute('docmanager:open', {path, factory: 'Editor'});
-  await editor.context.ready;
-  editor.context.model.sharedModel.setSource(text);
-  await editor.context.save();
-  editor.close();
-  if (notebook) app.shell.activateById(notebook.id);
-}"""
-APPEND_AND_RUN = """async (source) => {
-  const app = window.jupyterapp, panel = app.shell.currentWidget;
-  await panel.context.ready;
-  await panel.sessionContext.ready;
-  const notebook = panel.content;
-  notebook.activeCellIndex = notebook.model.cells.length - 1;
-  await app.commands.execute('notebook:insert-cell-below');
-  notebook.activeCell.model.sharedModel.setSource(source);
-  await app.commands.execute('notebook:run-cell');
-  const outputs = notebook.activeCell.model.outputs.toJSON();
-  return outputs.map(o => o.text ? [].concat(o.text).join('') : JSON.stringify(o)).join('\\n');
-}"""
 
 
-def handler_for(site: Path) -> type[SimpleHTTPRequestHandler]:
-    class Handler(SimpleHTTPRequestHandler):
-        """The site as files, the app exposed as ``window.jupyterapp`` (as the lite tests do)."""
-
-        def do_GET(self) -> None:
-            path = urlsplit(self.path).path
-            if path.endswith("/jupyter-lite.json") and path.count("/") == 1:
-                config = json.loads((site / "jupyter-lite.json").read_text())
-                config["jupyter-config-data"]["exposeAppInBrowser"] = "true"
-                body = json.dumps(config).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-                return
-            super().do_GET()
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    return Handler
+def handler_for(site: Path) -> Any:
+    """The lite tests' handler (the app exposed as ``window.jupyterapp``) serving ``site``."""
+    handler = type("SiteHandler", (Handler,), {"served": []})
+    return functools.partial(handler, directory=str(site))
 
 
 def finished_files(site: Path, learners: Path) -> dict[str, str]:
@@ -100,8 +64,9 @@ def finished_files(site: Path, learners: Path) -> dict[str, str]:
     return changed
 
 
-def one_round(chromium: Any, base: str, files: dict[str, str]) -> list[float]:
-    """A fresh page: ada's files saved, then check(beyond=True) twice in one kernel; its seconds."""
+@contextlib.contextmanager
+def practice_page(chromium: Any, base: str, files: dict[str, str]) -> Iterator[Any]:
+    """A fresh page on the practice copy's 05-1, ``files`` saved through the site's editor."""
     context = chromium.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
     try:
@@ -114,18 +79,29 @@ def one_round(chromium: Any, base: str, files: dict[str, str]) -> list[float]:
         )
         for path, text in files.items():
             page.evaluate(EDIT, [path, text])
-        page.evaluate(APPEND_AND_RUN, "import pi_course")
+        yield page
+    finally:
+        page.close()
+        context.close()
+
+
+def appended(page: Any, source: str) -> str:
+    """A cell appended to the notebook and run: what it printed."""
+    return cell_texts(page.evaluate(script(APPEND_AND_RUN), source))[-1]
+
+
+def one_round(chromium: Any, base: str, files: dict[str, str]) -> list[float]:
+    """check(beyond=True) twice in one kernel of a fresh page holding ada's files: its seconds."""
+    with practice_page(chromium, base, files) as page:
+        appended(page, "import pi_course")
         seconds = []
         for _ in range(2):
-            printed = page.evaluate(APPEND_AND_RUN, TIMED)
+            printed = appended(page, TIMED)
             line = next((row for row in printed.splitlines() if row.startswith("SECONDS")), None)
             if line is None or not line.endswith(" DONE"):
                 raise SystemExit(f"check in the tab did not say 完成:\n{printed[-2000:]}")
             seconds.append(float(line.split()[1]))
         return seconds
-    finally:
-        page.close()
-        context.close()
 
 
 DRAWS = """import json, sys
@@ -147,22 +123,8 @@ print(_output[-1500:])"""
 
 def draws(chromium: Any, base: str, files: dict[str, str]) -> str:
     """Hypothesis draws the comparisons' inputs in the tab (ada's copy passes them all): the same as kept?"""
-    context = chromium.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
-    try:
-        page.goto(f"{base}/lab/index.html?path={NOTEBOOK}")
-        page.wait_for_function(
-            "p => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;"
-            " return w && w.context && w.context.path === p }",
-            arg=NOTEBOOK,
-            timeout=180_000,
-        )
-        for path, text in files.items():
-            page.evaluate(EDIT, [path, text])
-        return str(page.evaluate(APPEND_AND_RUN, DRAWS))
-    finally:
-        page.close()
-        context.close()
+    with practice_page(chromium, base, files) as page:
+        return appended(page, DRAWS)
 
 
 def main() -> None:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 try:
     from pi_course_here import copy_finder_first as _copy_finder_first
+    from pi_course_here import edition_of as _edition_of
 except ModuleNotFoundError as _missing:
     if _missing.name != "pi_course_here":
         raise
@@ -93,7 +94,7 @@ if TYPE_CHECKING:
 
 _copy_finder_first(__path__)  # in a browser tab (see above); elsewhere nothing
 
-EDITION = "reference"  # `python -m pi_course practice` writes "practice" in its copies
+EDITION = _edition_of(__path__[0])  # "practice" in a copy `python -m pi_course practice` made
 
 
 def describe_edition() -> str:

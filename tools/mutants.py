@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from pi_course.course.copies.practice import create_practice  # noqa: E402
-from pi_course.course.copies.starters import as_practice, lab_regions, reference_sources  # noqa: E402
+from pi_course.course.copies.starters import lab_regions, reference_sources  # noqa: E402
 
 EQUIVALENT = Path(__file__).with_name("mutants_equivalent.json")
 CHECK_TIMEOUT = 180.0  # seconds per mutant's check (check bounds itself well below this)
@@ -268,7 +268,7 @@ def finished_copy(folder: Path) -> Path:
     """A practice copy whose lesson files are the reference's: ``check`` says 完成 there."""
     copy = create_practice(folder / "finished")
     for name, text in reference_sources().items():
-        (copy / "pi_course" / name).write_text(as_practice(name, text), encoding="utf-8")
+        (copy / "pi_course" / name).write_text(text, encoding="utf-8")
     return copy
 
 
@@ -304,7 +304,7 @@ def run_one(mutant: Mutant, base: Path, scratch: Path) -> tuple[Mutant, str, str
 
 
 def diff_of(mutant: Mutant) -> str:
-    source = as_practice(mutant.file, reference_sources()[mutant.file])
+    source = reference_sources()[mutant.file]
     changed = mutant.apply(source)
     lines = difflib.unified_diff(
         source.splitlines(), changed.splitlines(), f"pi_course/{mutant.file}", "mutant", n=0, lineterm=""

@@ -17,7 +17,7 @@ from __future__ import annotations
 import textwrap
 from dataclasses import dataclass
 
-from .rules import CHAPTER_SOURCE, between_markers
+from .rules import CHAPTER_SOURCE
 
 FIXED = "fixed"
 OPEN = "open"
@@ -465,8 +465,3 @@ def markdown_table() -> str:
 
 TABLE_START = "<!-- BEGIN open points: generated from pi_course/chapter/contract.py (markdown_table) -->\n"
 TABLE_END = "\n<!-- END open points -->"
-
-
-def with_table(text: str) -> str:
-    """``text`` (LEARNING.md) with the block between the open points' markers generated afresh."""
-    return between_markers(text, TABLE_START, TABLE_END, markdown_table())

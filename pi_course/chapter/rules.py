@@ -439,10 +439,3 @@ def markdown_table() -> str:
 
 TABLE_START = "<!-- BEGIN rules table: generated from pi_course/chapter/rules.py (markdown_table) -->\n"
 TABLE_END = "\n<!-- END rules table -->"
-
-
-def between_markers(text: str, start_marker: str, end_marker: str, block: str) -> str:
-    """``text`` with what stands between two markers (a generated table) replaced by ``block``."""
-    start = text.index(start_marker) + len(start_marker)
-    end = text.index(end_marker, start)
-    return text[:start] + block + text[end:]

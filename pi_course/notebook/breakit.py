@@ -20,7 +20,6 @@ from __future__ import annotations
 import ast
 import builtins
 import importlib
-import re
 import shutil
 import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
@@ -29,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from pi_course_here import copy_without_the_wheel
+from pi_course_here import copy_without_the_wheel, edition_of
 
 from ..chapter.steps import FOCUSED_TEST
 from .partial_model import provider_index_slots
@@ -231,20 +230,13 @@ class AdapterState:
 _seen_broken: set[Path] = set()  # adapter files this kernel has read in their broken state
 
 
-_EDITION = re.compile(r"""^EDITION\s*=\s*["'](\w+)["']""", re.MULTILINE)
-
-
 def _reference_edition(path: Path) -> bool:
     """Whether ``path`` is the reference's adapter (its package says so), not a file a learner edits.
 
     Read from the file's own package, not from the kernel's import: a browser tab imports the
     reference from the Python install, and a scratch file has no package at all (a learner's).
     """
-    try:
-        found = _EDITION.search((path.parent / "__init__.py").read_text(encoding="utf-8"))
-    except OSError:
-        return False
-    return found is not None and found.group(1) == "reference"
+    return (path.parent / "__init__.py").is_file() and edition_of(path.parent) == "reference"
 
 
 def adapter_state(path: Path) -> AdapterState:

@@ -33,7 +33,7 @@ from pi_course_here import compiled_source
 from ..chapter.steps import GIVEN_MODULES, LESSON_FILES
 
 # The modules a cell uses: the lesson's and the given ones.
-LESSON = tuple(name.removesuffix(".py") for name in (*LESSON_FILES, *GIVEN_MODULES))
+CELL_MODULES = tuple(name.removesuffix(".py") for name in (*LESSON_FILES, *GIVEN_MODULES))
 RESTART = (
     "重启内核：{why}，这种改动自动重新加载（autoreload）接不上。"
     "菜单 Kernel → Restart Kernel…，再从第一格运行。"
@@ -94,7 +94,7 @@ def _is_dataclass(decorator: ast.expr) -> bool:
 def _lesson_modules(root: Path) -> dict[str, Any]:
     """The copy's lesson modules the kernel has imported (name → module)."""
     found = {}
-    for name in LESSON:
+    for name in CELL_MODULES:
         module = sys.modules.get(f"pi_course.{name}")
         file = getattr(module, "__file__", None)
         if module is not None and file and Path(file).parent == root / "pi_course":
@@ -164,7 +164,7 @@ def fresh_import_error(root: Path) -> Stale | None:
             contextlib.redirect_stderr(out),
         ):
             importlib.import_module("pi_course")
-            for name in LESSON:
+            for name in CELL_MODULES:
                 if (root / "pi_course" / f"{name}.py").is_file():
                     importlib.import_module(f"pi_course.{name}")
     except Exception as error:
@@ -195,7 +195,7 @@ def import_failure(error: BaseException, root: Path) -> Stale | None:
     """A cell's exception that is a lesson file failing to import (its own code, not the cell's)."""
     if isinstance(error, SyntaxError) and error.filename and _relative(error.filename, root, 0):
         return import_error(error, root)
-    lesson = {f"pi_course/{name}.py" for name in (*LESSON, "__init__")}
+    lesson = {f"pi_course/{name}.py" for name in (*CELL_MODULES, "__init__")}
     importing = [
         frame
         for frame in traceback.extract_tb(error.__traceback__)

@@ -1,9 +1,10 @@
-"""What the recorded corpus is, said once: docs/real-providers.md's provider table and 05-7's summary.
+"""What the recorded corpus is, said once: each stream's label and 05-7's summary.
 
 Both are rendered from ``recordings/index.json``, so their claims can never say more than the
 labels there (a documentation sample is not a capture, a trimmed stream not the whole body, a
 hand-written fixture no provider's behaviour). ``tests/integration/test_corpus.py`` checks that
-docs/real-providers.md and 05-7's stored output are exactly what these functions render now.
+05-7's stored output is what :func:`summary` renders now, and renders docs/real-providers.md's
+provider table from the same index.
 """
 
 from __future__ import annotations
@@ -30,8 +31,6 @@ KIND_ZH = {
     "hand-written-fixture": "手写 fixture",
     "derived": "派生",
 }
-TABLE_BEGIN = "<!-- BEGIN corpus table: generated from recordings/index.json by pi_course.provider.corpus -->"
-TABLE_END = "<!-- END corpus table -->"
 
 
 def load_index() -> dict[str, Any]:
@@ -53,83 +52,13 @@ def label(entry: Entry) -> str:
     return ", ".join(parts)
 
 
-def _kinds(entries: list[Entry], names: dict[str, str]) -> str:
+def _kinds(entries: list[Entry]) -> str:
     counts = Counter(entry["kind"] for entry in entries)
-    trimmed = sum("trimmed" in entry for entry in entries)
-    if names is KIND_EN:
-        text = ", ".join(f"{counts[kind]}× {names[kind]}" for kind in KINDS if counts[kind])
-    else:
-        text = "、".join(
-            f"{counts[kind]} 条{' ' * names[kind][0].isascii()}{names[kind]}"
-            for kind in KINDS
-            if counts[kind]
-        )
-    return text + (f" ({trimmed} trimmed)" if trimmed and names is KIND_EN else "")
-
-
-def _outcomes(entries: list[Entry], mode: str) -> str:
-    read = [e for e in entries if e["expected"][mode]["outcome"] == "accepted"]
-    rejected = [e for e in entries if e["expected"][mode]["outcome"] == "rejected"]
-    errors = [e for e in entries if e["expected"][mode]["outcome"] == "error"]
-    parts = [f"read {len(read)}/{len(entries)}"]
-    if rejected:
-        fields = sorted({f"`{e['expected'][mode]['field']}`" for e in rejected})
-        parts.append(f"rejected {len(rejected)} (at {', '.join(fields)})")
-    if errors:
-        parts.append(f"error {len(errors)} ({', '.join(e['name'] for e in errors)})")
-    return "; ".join(parts)
-
-
-def _by_provider(index: dict[str, Any]) -> list[tuple[Entry, list[Entry]]]:
-    rows = []
-    for provider in index["providers"]:
-        names = provider.get("recorded_as", [provider["name"]])
-        rows.append((provider, [e for e in index["recordings"] if e["provider"] in names]))
-    return rows
-
-
-def docs_table(index: dict[str, Any] | None = None) -> str:
-    """docs/real-providers.md's block: the corpus in one sentence and the provider table."""
-    index = index or load_index()
-    recordings = index["recordings"]
-    providers = {e["provider"] for e in recordings if e["provider"]}
-    fixtures = [e["name"] for e in recordings if not e["provider"]]
-    lines = [
-        TABLE_BEGIN,
-        "",
-        f"The corpus holds {len(recordings)} streams from {len(providers)} providers and servers: "
-        f"{_kinds(recordings, KIND_EN)}. `index.json` labels each one (`kind`, `bytes`, and `trimmed` or "
-        "`elided` where that applies) with its source. A trimmed stream is not the whole body the provider "
-        "sent; a documentation sample is not a capture; "
-        + (
-            f"{', '.join(f'`{n}`' for n in fixtures)} is a hand-written fixture and stands for no provider. "
-            if fixtures
-            else ""
-        )
-        + "The strict and `strict=False` columns are what `index.json` expects and "
-        "`tests/integration/test_corpus.py` checks.",
-        "",
-        "| provider | `PI_COURSE_BASE_URL` | `PI_COURSE_MODEL` (example) | recordings | strict=True "
-        "(the chapter's reader) | strict=False (`connect()`) | what the recordings show |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for provider, entries in _by_provider(index):
-        name = provider["name"]
-        if "recorded_as" in provider:
-            name += ": " + ", ".join(provider["recorded_as"])
-        lines.append(
-            f"| {name} | `{provider['base_url']}` | {provider['model']} | {len(entries)}: "
-            f"{_kinds(entries, KIND_EN)} | {_outcomes(entries, 'strict')} "
-            f"| {_outcomes(entries, 'non_strict')} | {provider['note']} |"
-        )
-    lines += ["", TABLE_END]
-    return "\n".join(lines)
-
-
-def docs_block(readme: str) -> str:
-    """The generated block as it stands in a Markdown text (empty when the markers are missing)."""
-    start, end = readme.find(TABLE_BEGIN), readme.find(TABLE_END)
-    return readme[start : end + len(TABLE_END)] if 0 <= start < end else ""
+    return "、".join(
+        f"{counts[kind]} 条{' ' * KIND_ZH[kind][0].isascii()}{KIND_ZH[kind]}"
+        for kind in KINDS
+        if counts[kind]
+    )
 
 
 def summary(index: dict[str, Any] | None = None) -> str:
@@ -143,7 +72,7 @@ def summary(index: dict[str, Any] | None = None) -> str:
     trimmed = sum("trimmed" in e for e in recordings)
     lines = [
         f"语料：{len(recordings)} 条流，来自 {len(providers)} 个 Provider 或服务器",
-        f"  其中 {_kinds(recordings, KIND_ZH)}；{trimmed} 条被截短"
+        f"  其中 {_kinds(recordings)}；{trimmed} 条被截短"
         "（index.json 的 trimmed 写明去掉了几条 event、按什么规则）",
     ]
     lines.append("  " + "、".join(f"{provider} {count}" for provider, count in providers.items()))

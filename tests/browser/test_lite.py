@@ -84,7 +84,7 @@ class Handler(SimpleHTTPRequestHandler):
         self.served.append(self.path)
         path = urlsplit(self.path).path
         if path.endswith("/jupyter-lite.json") and path.count("/") == 1:
-            config = json.loads((SITE / "jupyter-lite.json").read_text())
+            config = json.loads((Path(self.directory) / "jupyter-lite.json").read_text())
             config["jupyter-config-data"]["exposeAppInBrowser"] = "true"
             body = json.dumps(config).encode()
             self.send_response(200)

@@ -12,6 +12,7 @@ import json
 import logging
 import random
 import re
+from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -382,14 +383,83 @@ async def test_the_openai_client_reads_the_same_bytes_as_the_index_says(name: st
 ROOT = RECORDINGS_DIR.parents[2]
 
 
+TABLE_BEGIN = (
+    "<!-- BEGIN corpus table: generated from recordings/index.json by tests/integration/test_corpus.py -->"
+)
+TABLE_END = "<!-- END corpus table -->"
+
+
+def kinds_said(entries: list[dict[str, Any]]) -> str:
+    """``3× SDK test-suite capture, 1× documentation sample (2 trimmed)``."""
+    counts = Counter(entry["kind"] for entry in entries)
+    trimmed = sum("trimmed" in entry for entry in entries)
+    text = ", ".join(f"{counts[kind]}× {corpus.KIND_EN[kind]}" for kind in corpus.KINDS if counts[kind])
+    return text + (f" ({trimmed} trimmed)" if trimmed else "")
+
+
+def outcomes_said(entries: list[dict[str, Any]], mode: str) -> str:
+    read = [e for e in entries if e["expected"][mode]["outcome"] == "accepted"]
+    rejected = [e for e in entries if e["expected"][mode]["outcome"] == "rejected"]
+    errors = [e for e in entries if e["expected"][mode]["outcome"] == "error"]
+    parts = [f"read {len(read)}/{len(entries)}"]
+    if rejected:
+        fields = sorted({f"`{e['expected'][mode]['field']}`" for e in rejected})
+        parts.append(f"rejected {len(rejected)} (at {', '.join(fields)})")
+    if errors:
+        parts.append(f"error {len(errors)} ({', '.join(e['name'] for e in errors)})")
+    return "; ".join(parts)
+
+
+def docs_table(index: dict[str, Any]) -> str:
+    """docs/real-providers.md's block: the corpus in one sentence and the provider table."""
+    recordings = index["recordings"]
+    providers = {e["provider"] for e in recordings if e["provider"]}
+    fixtures = [e["name"] for e in recordings if not e["provider"]]
+    lines = [
+        TABLE_BEGIN,
+        "",
+        f"The corpus holds {len(recordings)} streams from {len(providers)} providers and servers: "
+        f"{kinds_said(recordings)}. `index.json` labels each one (`kind`, `bytes`, and `trimmed` or "
+        "`elided` where that applies) with its source. A trimmed stream is not the whole body the provider "
+        "sent; a documentation sample is not a capture; "
+        + (
+            f"{', '.join(f'`{n}`' for n in fixtures)} is a hand-written fixture and stands for no provider. "
+            if fixtures
+            else ""
+        )
+        + "The strict and `strict=False` columns are what `index.json` expects and "
+        "`tests/integration/test_corpus.py` checks.",
+        "",
+        "| provider | `PI_COURSE_BASE_URL` | `PI_COURSE_MODEL` (example) | recordings | strict=True "
+        "(the chapter's reader) | strict=False (`connect()`) | what the recordings show |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for provider in index["providers"]:
+        names = provider.get("recorded_as", [provider["name"]])
+        entries = [e for e in recordings if e["provider"] in names]
+        name = provider["name"] + (
+            ": " + ", ".join(provider["recorded_as"]) if "recorded_as" in provider else ""
+        )
+        lines.append(
+            f"| {name} | `{provider['base_url']}` | {provider['model']} | {len(entries)}: "
+            f"{kinds_said(entries)} | {outcomes_said(entries, 'strict')} "
+            f"| {outcomes_said(entries, 'non_strict')} | {provider['note']} |"
+        )
+    lines += ["", TABLE_END]
+    return "\n".join(lines)
+
+
 def test_the_docs_provider_table_is_the_one_rendered_from_the_index() -> None:
+    """Regenerate it: the block between the markers is ``docs_table(INDEX)``, this file's."""
     readme = (ROOT / "docs" / "real-providers.md").read_text(encoding="utf-8")
-    assert corpus.docs_block(readme) == corpus.docs_table(INDEX)
-    block = corpus.docs_table(INDEX)
+    start, end = readme.find(TABLE_BEGIN), readme.find(TABLE_END)
+    assert 0 <= start < end, "docs/real-providers.md has no corpus table between its markers"
+    block = docs_table(INDEX)
+    assert readme[start : end + len(TABLE_END)] == block
     for entry in RECORDINGS.values():  # every provider with a recording has its row
         if entry["provider"]:
             assert entry["provider"] in block
-    assert "byte for byte" not in readme.split(corpus.TABLE_BEGIN)[0].split("## The local provider")[-1]
+    assert "byte for byte" not in readme.split(TABLE_BEGIN)[0].split("## The local provider")[-1]
 
 
 def test_05_7_shows_the_summary_rendered_from_the_index() -> None:

@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
+from generated import between_markers
 
 from pi_course.chapter.contract import (
     FIXED,
@@ -19,7 +20,6 @@ from pi_course.chapter.contract import (
     markdown_table,
     open_points,
     point,
-    with_table,
 )
 from pi_course.chapter.rules import CHAPTER_SOURCE
 from pi_course.chapter.steps import STEP_NUMBERS
@@ -105,10 +105,15 @@ def test_every_point_quotes_what_a_learner_has() -> None:
         assert any(quote in " ".join(starters[file].split()) for file in files), each.name
 
 
+def with_table(text: str) -> str:
+    """``text`` (LEARNING.md) with the block between the open points' markers generated afresh."""
+    return between_markers(text, TABLE_START, TABLE_END, markdown_table())
+
+
 def test_learning_md_lists_the_open_points_generated_from_the_contract() -> None:
     text = TEMPLATE.read_text(encoding="utf-8")
     start = text.index(TABLE_START) + len(TABLE_START)
     block = text[start : text.index(TABLE_END, start)]
-    assert block == markdown_table(), "regenerate it: text = pi_course.chapter.contract.with_table(text)"
+    assert block == markdown_table(), "regenerate it: text = with_table(text), this file's"
     assert len(block.splitlines()) == len(open_points()) + 2
     assert with_table(text) == text

@@ -126,10 +126,12 @@ def test_a_kept_observation_comes_back_and_nothing_else_does(tmp_path: Path) -> 
     writing = kept(tmp_path)
     writing.put("input", {"chunks": [["text", "读"]], "结束": None, "响应已关闭": True})
     writing.put("a tuple", ("not", "json"))  # would come back a list: not kept
+    writing.put("a NaN", [float("nan")])  # never equal to itself
+    writing.put("an int key", {1: "one"})  # would come back a string key
     writing.save()
     reading = kept(tmp_path)
     assert reading.get("input") == (True, {"chunks": [["text", "读"]], "结束": None, "响应已关闭": True})
-    assert reading.get("a tuple") == (False, None)
+    assert reading.get("a tuple") == reading.get("a NaN") == reading.get("an int key") == (False, None)
     assert kept(tmp_path, "another context").get("input") == (False, None)
 
 

@@ -9,6 +9,7 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+from generated import between_markers
 
 from pi_course.chapter.rules import (
     CHAPTER_SOURCE,
@@ -16,7 +17,6 @@ from pi_course.chapter.rules import (
     RULES_TEST,
     TABLE_END,
     TABLE_START,
-    between_markers,
     markdown_table,
     split_check,
 )
@@ -25,7 +25,7 @@ from pi_course.course.check import print_judgement
 from pi_course.course.checker.facts import Report
 from pi_course.course.checker.judgement import judge, record_of
 from pi_course.course.checker.rulestate import rule_results, table_lines
-from pi_course.course.checker.stubs import Unfinished
+from pi_course.course.checker.stubs import StarterForm
 
 ROOT = Path(__file__).parents[2]
 CHAPTER = Path("/work/shared/chapter-05.zh.txt")  # the specification, where it is at hand
@@ -207,13 +207,13 @@ def test_a_rule_is_broken_only_by_its_own_checks_and_waits_while_its_step_is_a_s
     ]
 
     stubbed = {check: False for check in all_passing()}
-    stub = Unfinished(
+    stub = StarterForm(
         "stub",
         "pi_course/adapter.py",
         "OpenAICompatibleModel._events",
         "Lab 5.2 normalized transport 状态机 尚未实现",
     )
-    report = Report({"5.1": 1}, beyond=(), rule_checks=(), outcomes=stubbed, unfinished=(stub,))
+    report = Report({"5.1": 1}, beyond=(), rule_checks=(), outcomes=stubbed, starter_forms=(stub,))
     by_step: dict[str, set[str]] = {}
     for result in rule_results(report) or ():
         by_step.setdefault(result.rule.step, set()).add(result.state)

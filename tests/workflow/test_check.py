@@ -20,12 +20,13 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from children import sigint_default
 from learners import LEARNERS, apply, merge
 
 from pi_course.chapter.rules import RULES
 from pi_course.chapter.steps import STEPS, step
 from pi_course.course.check import check, check_record
-from pi_course.course.checker import advice, import_failure, probe, stubs, testrun
+from pi_course.course.checker import advice, import_failure, redlight, stubs, testrun
 from pi_course.course.checker.advice import failure_lines, next_step_lines
 from pi_course.course.checker.facts import BeyondCheck, Detail, Report
 from pi_course.course.checker.judgement import judge
@@ -36,8 +37,8 @@ from pi_course.course.checker.testrun import run_tests
 from pi_course.course.copies.practice import create_practice
 
 ROOT = Path(__file__).parents[2]
-# A probe that imports nothing and finds nothing missing: the pytest process meets the package first.
-PROBE_SKIPPED = f"import os\nopen(os.environ[{probe.ANSWER_VARIABLE!r}], 'w').write('[]')\n"
+# A red light that imports nothing and finds nothing missing: the pytest process meets the package first.
+RED_LIGHT_SKIPPED = f"import os\nopen(os.environ[{redlight.ANSWER_VARIABLE!r}], 'w').write('[]')\n"
 PACKAGE = ROOT / "pi_course"
 COURSE_LINES = [
     "出站转换：1/1 通过",
@@ -364,7 +365,7 @@ def test_a_module_that_does_not_import_is_one_line_wherever_it_is_found(
         f"pi_course/sse.py 第 {number} 行：SyntaxError: expected ':'（pi_course 无法导入）。"
         "下一步：改好这一行，再运行 python -m pi_course check 05。"
     )
-    # The copy's own `python -m pi_course`: check's probe finds it and ends on its verdict; chat,
+    # The copy's own `python -m pi_course`: check's red light finds it and ends on its verdict; chat,
     # which imports the lesson itself, says the line alone.
     result = cli("check", "05", cwd=copy)
     assert (result.returncode, result.stdout, result.stderr) == (1, f"第 05 章：未完成——{line}\n", "")
@@ -372,11 +373,11 @@ def test_a_module_that_does_not_import_is_one_line_wherever_it_is_found(
     assert (result.returncode, result.stdout, result.stderr) == (1, f"实践 5.3：未完成——{line}\n", "")
     result = cli("chat", "hi", cwd=copy)
     assert (result.returncode, result.stdout, result.stderr) == (1, "", line + "\n")
-    # The installed command line from notebooks/: check's probe finds it.
+    # The installed command line from notebooks/: check's red light finds it.
     result = cli("check", "05", cwd=copy / "notebooks")
     assert (result.returncode, result.stdout, result.stderr) == (1, f"第 05 章：未完成——{line}\n", "")
-    # The pytest process finds it (here the probe is skipped, as when a test imports more than it).
-    monkeypatch.setattr(probe, "PROBE", PROBE_SKIPPED)
+    # The pytest process finds it (here the red light is skipped, as when a test imports more than it).
+    monkeypatch.setattr(redlight, "SCRIPT", RED_LIGHT_SKIPPED)
     report = run_tests(STEPS, copy)
     assert (report.red_light, report.import_error) == (line, True)
     # Anywhere else Python's own traceback is kept, where the broken module is first used.
@@ -406,7 +407,7 @@ def test_an_import_error_names_the_importing_line(
     assert result.stderr.endswith("下一步：改好这一行，再运行 python -m pi_course check 05。\n")
     assert len(result.stderr.splitlines()) == 1
     # pytest reports it in its own traceback format; check gives the same line.
-    monkeypatch.setattr(probe, "PROBE", PROBE_SKIPPED)
+    monkeypatch.setattr(redlight, "SCRIPT", RED_LIGHT_SKIPPED)
     assert run_tests(STEPS, copy).red_light == result.stderr.rstrip("\n")
 
 
@@ -414,7 +415,7 @@ def test_an_import_error_names_the_importing_line(
 def test_an_import_that_never_ends_is_a_timeout(new_practice: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = new_practice / "pi_course" / "stream_rules.py"
     path.write_text(path.read_text(encoding="utf-8") + "\nwhile True:\n    pass\n", encoding="utf-8")
-    monkeypatch.setattr(probe, "IMPORT_BOUND", 2.0)
+    monkeypatch.setattr(redlight, "IMPORT_BOUND", 2.0)
     report = run_tests(STEPS, new_practice, beyond=True)
     assert report.timed_out and report.red_light is not None
     assert report.red_light.startswith("import pi_course 超过 2 秒没有结束，已被停止")
@@ -563,9 +564,9 @@ def test_a_process_past_the_whole_run_bound_is_stopped_and_the_test_named(
          "def to_provider_messages(context: AgentContext) -> list[WireMessage]:\n"
          "    import time\n    time.sleep(60)\n")  # fmt: skip
     # A bound far below the test's 60 s sleep, yet roomy enough for pytest to start on a busy
-    # machine; the import probe (bounded the same way) is skipped.
+    # machine; the red light's import (bounded the same way) is skipped.
     monkeypatch.setattr(testrun, "RUN_TIMEOUT", 20.0)
-    monkeypatch.setattr(probe, "PROBE", PROBE_SKIPPED)
+    monkeypatch.setattr(redlight, "SCRIPT", RED_LIGHT_SKIPPED)
     monkeypatch.setenv(TIMEOUT_VARIABLE, "60")
     report = run_tests(STEPS, completed)
     assert (
@@ -606,7 +607,7 @@ def test_ctrl_c_ends_check_with_one_line_and_130(completed: Path) -> None:
         [sys.executable, "-m", "pi_course", "check", "05"],
         cwd=completed, env={**os.environ, TIMEOUT_VARIABLE: "60"},
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        preexec_fn=sigint_default,
     )  # fmt: skip
     deadline = time.monotonic() + 120  # a hang bound: the tests start reading within seconds
     while not reading.exists() and process.poll() is None and time.monotonic() < deadline:
@@ -722,7 +723,7 @@ STUB_5_3 = "Lab 5.3 SSE 与 unknown 边界 尚未实现"
 
 
 def test_a_fresh_copy_lists_every_stub_with_its_step(tmp_path: Path) -> None:
-    found = stubs.unfinished_functions(
+    found = stubs.starter_forms(
         create_practice(tmp_path / "lab")
     )  # what `practice 05` makes, in this process
     assert {item.kind for item in found} == {"stub"}
@@ -750,21 +751,21 @@ def test_written_code_that_kept_the_stubs_yield_is_found(tmp_path: Path) -> None
         encoding="utf-8",
     )
     (tmp_path / "pi_course" / "sse.py").write_text("def broken(:\n", encoding="utf-8")  # skipped
-    found = stubs.unfinished_functions(tmp_path)
+    found = stubs.starter_forms(tmp_path)
     assert [(item.kind, item.function) for item in found] == [
         ("left-over yield", "T._reads"),
         ("stub", "T.stream"),
     ]
 
 
-def _report_with(name: str, detail: Detail, *unfinished: stubs.Unfinished) -> Report:
-    return Report({"5.1": 1, "5.2": 3}, failures=((name, ""),), details={name: detail}, unfinished=unfinished)
+def _report_with(name: str, detail: Detail, *forms: stubs.StarterForm) -> Report:
+    return Report({"5.1": 1, "5.2": 3}, failures=((name, ""),), details={name: detail}, starter_forms=forms)
 
 
 def test_a_stub_reached_through_the_adapter_is_named_from_the_source() -> None:
     name = SSE_TESTS[4]
-    stub = stubs.Unfinished("stub", "pi_course/sse.py", "_finish_reason", STUB_5_3)
-    other_step = stubs.Unfinished("stub", "pi_course/transport.py", "_headers", "Lab 5.4 y 尚未实现")
+    stub = stubs.StarterForm("stub", "pi_course/sse.py", "_finish_reason", STUB_5_3)
+    other_step = stubs.StarterForm("stub", "pi_course/transport.py", "_headers", "Lab 5.4 y 尚未实现")
     seen = Detail(message="AssertionError: assert 'finish_reason' in '...'", error_messages=(STUB_5_3,))
     head = failure_lines(_report_with(name, seen, stub, other_step), name)[0]
     assert (
@@ -775,7 +776,7 @@ def test_a_stub_reached_through_the_adapter_is_named_from_the_source() -> None:
     raised = Detail(message="NotImplementedError: " + STUB_5_3, where="pi_course/sse.py:9 (_finish_reason)")
     assert "还是桩" not in failure_lines(_report_with(name, raised, stub), name)[0]
     # A step barely begun (many stubs): the test's own hint says more than a list.
-    many = [stubs.Unfinished("stub", "pi_course/sse.py", f"_f{i}", STUB_5_3) for i in range(4)]
+    many = [stubs.StarterForm("stub", "pi_course/sse.py", f"_f{i}", STUB_5_3) for i in range(4)]
     assert failure_lines(_report_with(name, seen, *many), name)[0].endswith(
         advice.HINTS["test_sse_unknown_finish_reason"]
     )
@@ -783,7 +784,7 @@ def test_a_stub_reached_through_the_adapter_is_named_from_the_source() -> None:
 
 def test_the_stubs_left_over_yield_is_named_before_any_other_evidence() -> None:
     name = SSE_TESTS[0]
-    left = stubs.Unfinished(
+    left = stubs.StarterForm(
         "left-over yield", "pi_course/transport.py", "OpenAICompatibleTransport._reads", ""
     )
     seen = Detail(
@@ -795,7 +796,7 @@ def test_the_stubs_left_over_yield_is_named_before_any_other_evidence() -> None:
     )
     assert "yield" in head and "删掉它" in head
     # A left-over yield in a later step's file is not what a 5.2 test ran into.
-    later = stubs.Unfinished("left-over yield", "pi_course/sse.py", "read_provider_chunks", "")
+    later = stubs.StarterForm("left-over yield", "pi_course/sse.py", "read_provider_chunks", "")
     normalized = "test_normalized_transport_exception_ends_in_error"
     assert "yield" not in failure_lines(_report_with(normalized, Detail(message="x"), later), normalized)[0]
 

@@ -34,6 +34,7 @@ from pi_course.provider.connect import (
     local_provider_url,
     not_found_hint,
 )
+from pi_course_here import edition_of
 
 VARIABLES = ("PI_COURSE_BASE_URL", "PI_COURSE_MODEL", "PI_COURSE_API_KEY")
 
@@ -176,7 +177,7 @@ def test_the_copy_carries_its_target_and_the_package_data(copy: Path) -> None:
     assert "# BEGIN LAB 5.2" in (target / "adapter.py").read_text(encoding="utf-8")
     assert "# BEGIN LAB" not in (copy / "pi_course" / "adapter.py").read_text(encoding="utf-8")
     # pasted over the learner's own (5.1 edits __init__.py), it keeps the copy's edition: the prediction gates
-    assert 'EDITION = "practice"' in (target / "__init__.py").read_text(encoding="utf-8")
+    assert edition_of(copy / "pi_course") == "practice"  # read from the copy, whatever its files say
     assert (copy / "pi_course" / "course" / "copies" / "templates" / "LEARNING.md").is_file()
     assert (copy / "tests" / "test_05_beyond.py").is_file()
     assert (copy / "tests" / "test_05_rules.py").is_file()

@@ -34,6 +34,7 @@ from typing import Any
 
 import pytest
 import yaml
+from children import sigint_default
 from learners import apply, copy_of, mistake, tree_digest
 
 from pi_course.chapter.steps import CHAPTER_TOTAL, STEPS
@@ -81,9 +82,10 @@ def cli(*args: str, cwd: Path = ROOT, timeout: float = 600) -> subprocess.Comple
 
 
 def fake_copy(folder: Path) -> Path:
-    """The two files that make a folder a course tree: enough for discovery and the stand-in."""
+    """The files that make a folder a practice copy's course tree: enough for discovery and the stand-in."""
     (folder / "pi_course").mkdir(parents=True)
-    (folder / "pi_course" / "__init__.py").write_text('EDITION = "practice"\n', encoding="utf-8")
+    (folder / "pi_course" / "__init__.py").write_text("", encoding="utf-8")
+    (folder / "LEARNING.md").write_text("", encoding="utf-8")
     (folder / "tests").mkdir()
     (folder / "tests" / "test_05_provider_adapter.py").write_text("", encoding="utf-8")
     return folder
@@ -259,9 +261,7 @@ try:
 except KeyboardInterrupt:
     sys.exit(130)
 """
-    # A run started in the background (nohup, `&`) inherits SIGINT ignored: Ctrl-C is what is tested.
-    process = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT,
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
+    process = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, preexec_fn=sigint_default)
     try:
         deadline = time.monotonic() + 180  # a hang bound: two processes start in well under a second
         while len(list(pids.iterdir())) < 2 and time.monotonic() < deadline:

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+from children import sigint_default
 from learners import apply
 from test_grade import fake_copy
 
@@ -102,7 +103,7 @@ def test_a_run_cut_short_writes_the_graded_rows_and_leaves_nothing(
         [sys.executable, "-m", "pi_course", "grade", "05", str(course), "--jobs", "1", "--json", str(out),
          "--csv", str(tmp_path / "class.csv")],
         cwd=tmp_path, env={**os.environ, "TMPDIR": str(scratch)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # even started in the background
+        text=True, preexec_fn=sigint_default,
     )  # fmt: skip
     try:
         assert process.stderr is not None

@@ -1,6 +1,6 @@
 """``check`` run inside the interpreter (the browser edition's runner), on CPython.
 
-In Pyodide ``check`` cannot start a subprocess: ``pi_course.course.running.inkernel`` runs the probe and
+In Pyodide ``check`` cannot start a subprocess: ``pi_course.course.running.inkernel`` runs the red light and
 pytest in the kernel. Here that path is forced (``in_a_tab`` patched) and compared with the
 subprocess runner on the same trees: the same lines, the same verdict, for the reference, a fresh
 practice copy (the first red light), a learner's solution, and typical mistakes (one caught by the
@@ -151,7 +151,7 @@ def test_the_tree_under_test_is_imported_not_the_kernels(tmp_path: Path) -> None
     assert sys.modules["pi_course"] is pi_course
 
 
-def test_probe_failures_and_exits_are_reported_like_a_process(tmp_path: Path) -> None:
+def test_red_light_failures_and_exits_are_reported_like_a_process(tmp_path: Path) -> None:
     status, _, err = inkernel.run_code("import nothing_here_at_all", tmp_path, {})
     assert (
         status == 1 and err.splitlines()[-1] == "ModuleNotFoundError: No module named 'nothing_here_at_all'"

@@ -21,6 +21,7 @@ import pytest
 
 from pi_course.chapter.steps import LESSON_FILES
 from pi_course.course.copies.starters import make_starter, starter_sources
+from pi_course_here import edition_of
 
 ROOT = Path(__file__).parents[2]
 PACKAGE = ROOT / "pi_course"
@@ -41,9 +42,7 @@ def cli(*args: str, cwd: Path = ROOT, env: dict[str, str] | None = None) -> subp
 def copy_reference(into: Path, names: tuple[str, ...]) -> None:
     for name in names:
         text = (PACKAGE / name).read_text(encoding="utf-8")
-        (into / "pi_course" / name).write_text(
-            text.replace('EDITION = "reference"', 'EDITION = "practice"'), encoding="utf-8"
-        )
+        (into / "pi_course" / name).write_text(text, encoding="utf-8")
 
 
 @pytest.fixture
@@ -51,6 +50,17 @@ def practice(tmp_path: Path) -> Path:
     result = cli("practice", "05", str(tmp_path / "lab"))
     assert result.returncode == 0, result.stderr
     return tmp_path / "lab"
+
+
+@pytest.mark.slow
+def test_a_copy_written_over_with_the_reference_still_reads_as_a_practice_copy(practice: Path) -> None:
+    """The edition comes from the copy: the reference's ``__init__.py`` pasted in (the target's) changes nothing."""
+    copy_reference(practice, ("__init__.py",))
+    said = subprocess.run(
+        [sys.executable, "-c", "import pi_course; print(pi_course.EDITION)"],
+        cwd=practice, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert said.stdout == "practice\n", said.stderr
 
 
 def test_make_starter_replaces_removes_and_keeps_generators() -> None:
@@ -111,7 +121,7 @@ def test_practice_copy_layout(practice: Path) -> None:
         assert expected in learning
     notebook = json.loads((practice / "notebooks" / "05-1-outbound.ipynb").read_text(encoding="utf-8"))
     assert all(cell.get("outputs", []) == [] for cell in notebook["cells"])
-    assert 'EDITION = "practice"' in (practice / "pi_course" / "__init__.py").read_text(encoding="utf-8")
+    assert edition_of(practice / "pi_course") == "practice" and edition_of(PACKAGE) == "reference"
 
 
 @pytest.mark.slow

@@ -16,7 +16,7 @@ from ...chapter.steps import BEYOND_TEST, FOCUSED_TEST, STEPS, Step, step_of
 from ..edition import CHECK_VERBOSE
 from .facts import Detail, Report
 from .rulestate import RuleResult, Rules, broken_rules, is_comparison, rule_behind, rule_name
-from .stubs import Unfinished
+from .stubs import StarterForm
 
 WIDTH = 110  # longest value shown in full on one line
 
@@ -224,20 +224,22 @@ def _diagnosis(name: str, detail: Detail) -> str | None:
     return None
 
 
-def _listed(items: list[Unfinished]) -> str:
+def _listed(items: list[StarterForm]) -> str:
     by_file: dict[str, list[str]] = {}
     for item in items:
         by_file.setdefault(item.file, []).append(item.shown)
     return "；".join(f"{file} 的 {'、'.join(functions)}" for file, functions in by_file.items())
 
 
-def _unfinished_diagnosis(report: Report, name: str, detail: Detail) -> str | None:
+def _starter_form_diagnosis(report: Report, name: str, detail: Detail) -> str | None:
     """A lab function left in its starter form that this failure comes from, named from the source."""
     step = step_of(name)
-    if step is None or not report.unfinished:
+    if step is None or not report.starter_forms:
         return None
     files = {file for earlier in STEPS[: STEPS.index(step) + 1] for file in earlier.files}
-    left_over = [item for item in report.unfinished if item.kind == "left-over yield" and item.file in files]
+    left_over = [
+        item for item in report.starter_forms if item.kind == "left-over yield" and item.file in files
+    ]
     if left_over:
         return (
             f"{_listed(left_over)}：函数最后还留着桩里那行 yield（“unreachable; keeps this function a "
@@ -246,7 +248,7 @@ def _unfinished_diagnosis(report: Report, name: str, detail: Detail) -> str | No
     if detail.where is not None:
         return None  # the traceback already names the stub ("出错位置"), and the test's hint says more
     said = (detail.message, *detail.error_messages)
-    stubs = [i for i in report.unfinished if i.kind == "stub" and any(i.message in text for text in said)]
+    stubs = [i for i in report.starter_forms if i.kind == "stub" and any(i.message in text for text in said)]
     if 0 < len(stubs) <= MAX_STUBS_NAMED:
         pronoun = "它" if len(stubs) == 1 else "它们"
         return f"{_listed(stubs)} 还是桩（raise NotImplementedError）：先写{pronoun}"
@@ -301,7 +303,7 @@ def next_step(report: Report, name: str, *, beyond: bool = False) -> str:
             evidence or detail.hint or f"见 tests/{BEYOND_TEST} 中这项检查的说明", report, detail
         )
     own = _lookup(HINTS, name) or f"见 tests/{FOCUSED_TEST} 中这项测试"
-    evidence = _unfinished_diagnosis(report, name, detail) or _diagnosis(name, detail)
+    evidence = _starter_form_diagnosis(report, name, detail) or _diagnosis(name, detail)
     return in_learners_terms(f"看 {evidence or _snapshot_diagnosis(name, detail) or own}", report, detail)
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ...chapter.steps import STEPS, Step
-from .stubs import Unfinished
+from .stubs import StarterForm
 
 BeyondState = Literal["passed", "failed", "pending"]
 
@@ -58,7 +58,7 @@ class Report:
     stopped: str | None = None  # the run did not finish: why
     timed_out: bool = False  # a process ran past RUN_TIMEOUT and was stopped
     output: str = ""  # pytest's own report
-    unfinished: tuple[Unfinished, ...] = ()  # lab functions still in their starter form
+    starter_forms: tuple[StarterForm, ...] = ()  # lab functions still in their starter form
     rule_checks: tuple[BeyondCheck, ...] | None = None  # tests/test_05_rules.py; None: not run
     outcomes: dict[str, bool] = field(default_factory=dict)  # "file.py::test[case]" → passed, every test run
     compared: dict[str, int] = field(default_factory=dict)  # step → inputs compared with the reference

@@ -1,7 +1,7 @@
 """A ``pi_course`` that does not import, said in one line: where, what, and the next step.
 
 The same line wherever the failure is found: by the command line's ``chat`` and ``serve`` (which
-import the lesson, :func:`lesson_imported`), by ``check``'s probe, or by pytest's collection.
+import the lesson, :func:`lesson_imported`), by ``check``'s red light, or by pytest's collection.
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def blames_the_package(text: str, root: Path) -> bool:
 
 
 def import_failure_from_text(text: str, root: Path) -> str:
-    """The one line from a traceback as text: a probe's stderr or pytest's collection error."""
+    """The one line from a traceback as text: the red light's stderr or pytest's collection error."""
     error = "（没有输出）"
     where: tuple[str, int] | None = None
     for line in text.strip().splitlines():

@@ -20,6 +20,7 @@ import contextlib
 import hashlib
 import hmac
 import json
+import math
 import os
 import re
 import symtable
@@ -80,15 +81,9 @@ class Kept:
 
     def put(self, item: str, value: object) -> None:
         """Keep ``value`` (plain data) for ``item``; a value that does not come back the same is not kept."""
-        if self.path is None:
+        if self.path is None or not _plain(value):  # a tuple, a NaN, a key that is not a string …
             return
-        try:
-            back = json.loads(json.dumps(value))
-        except (TypeError, ValueError):
-            return
-        if back != value or repr(back) != repr(value):  # a tuple, a NaN, a key that is not a string …
-            return
-        self.entries[_digest(item)] = back
+        self.entries[_digest(item)] = value
         self.added = True
 
     def save(self) -> None:
@@ -104,6 +99,19 @@ class Kept:
             partial.write_bytes(_signature(self.secret, body).encode() + b"\n" + body)
             partial.replace(self.path)
         self.added = False
+
+
+def _plain(value: object) -> bool:
+    """JSON data that comes back from its text the same, type for type (a float finite)."""
+    if value is None or type(value) in (bool, int, str):
+        return True
+    if type(value) is float:
+        return math.isfinite(value)
+    if type(value) is list:
+        return all(map(_plain, value))
+    if type(value) is dict:
+        return all(type(key) is str and _plain(item) for key, item in value.items())
+    return False
 
 
 def _digest(item: str) -> str:

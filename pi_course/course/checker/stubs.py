@@ -21,7 +21,7 @@ from ...chapter.steps import LESSON_FILES
 
 
 @dataclass(frozen=True)
-class Unfinished:
+class StarterForm:
     """One lab function still (partly) in its starter form."""
 
     kind: Literal["stub", "left-over yield"]
@@ -85,9 +85,9 @@ def defined_functions(root: Path) -> dict[str, frozenset[str]]:
     return found
 
 
-def unfinished_functions(root: Path) -> tuple[Unfinished, ...]:
+def starter_forms(root: Path) -> tuple[StarterForm, ...]:
     """The stubs and left-over yields in the copy's lesson modules (files that do not parse: none)."""
-    found: list[Unfinished] = []
+    found: list[StarterForm] = []
     for name in LESSON_FILES:
         path = root / "pi_course" / name
         try:
@@ -97,7 +97,7 @@ def unfinished_functions(root: Path) -> tuple[Unfinished, ...]:
         for qualname, function in _functions(tree):
             message = _stub_message(function.body)
             if message is not None:
-                found.append(Unfinished("stub", f"pi_course/{name}", qualname, message))
+                found.append(StarterForm("stub", f"pi_course/{name}", qualname, message))
             elif len(function.body) > 1 and _ends_in_bare_yield(function.body):
-                found.append(Unfinished("left-over yield", f"pi_course/{name}", qualname, ""))
+                found.append(StarterForm("left-over yield", f"pi_course/{name}", qualname, ""))
     return tuple(found)

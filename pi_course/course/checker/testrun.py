@@ -18,7 +18,7 @@ Nothing here can hang: every test has a time bound (the runner's own pytest plug
 agree on) and each process has one too (``RUN_TIMEOUT``). What the process leaves behind (junit XML
 with the plugin's facts, or its progress file when it had to be stopped) is read back by
 :mod:`.results` into a :class:`~.facts.Report`; :mod:`.advice` turns it into next steps. Before the
-tests, :mod:`.probe` imports the tree alone.
+tests, :mod:`.redlight` imports the tree alone.
 """
 
 from __future__ import annotations
@@ -53,12 +53,12 @@ from .plugin_path.pi_course_check.contract import (
     Fact,
     step_selection,
 )
-from .probe import import_probe
+from .redlight import red_light
 from .results import STEP_KEYWORDS, Case, collection_error, read_cases, read_progress, report_of
-from .stubs import defined_functions, unfinished_functions
+from .stubs import defined_functions, starter_forms
 
 PLUGIN_PATH = Path(__file__).resolve().parent / "plugin_path"  # first on the test process's sys.path
-RUN_TIMEOUT = 90.0  # seconds for each process (the import probe, pytest), whatever happens inside it
+RUN_TIMEOUT = 90.0  # seconds for each process (the red light's import, pytest), whatever happens inside it
 
 
 def _environment(root: Path, progress: Path | None = None) -> dict[str, str]:
@@ -110,7 +110,7 @@ def _run_tests_in(
     tests: Path | None,
     cache: Path | None,
 ) -> Report:
-    red = import_probe(root, _environment(root))
+    red = red_light(root, _environment(root))
     if red is not None:
         return red
     test_file = focused_test_file(tests or root)
@@ -176,7 +176,7 @@ def _run_tests_in(
         beyond_note=beyond_note,
         stopped=stopped,
         output=output,
-        unfinished=unfinished_functions(root),
+        starter_forms=starter_forms(root),
         rule_checks=report.rule_checks if rules_file is not None else None,
         outcomes=report.outcomes,
         compared=report.compared,
@@ -221,7 +221,7 @@ def _pytest(
                 progress, steps, output, returncode, bound=RUN_TIMEOUT, with_beyond=with_beyond
             )
         collection = collection_error(junit)
-        if collection is not None:  # nothing ran: say why in the probe's words
+        if collection is not None:  # nothing ran: say why in the red light's words
             blamed = blames_the_package(collection, root)
             line = import_failure_from_text(collection, root) if blamed else _collection_failure(collection)
             return Report({}, line, import_error=blamed, output=output)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ...chapter.steps import LESSON_FILES
 from .locate import PACKAGE
-from .starters import as_practice, make_starter, reference_sources, without_markers
+from .starters import make_starter, reference_sources, without_markers
 
 # Files the target diff covers, in the chapter's order; __init__.py carries 5.1's export.
 DIFF_FILES = (*LESSON_FILES, "__init__.py")
@@ -25,14 +25,14 @@ def target_diff(*, mine: bool = False, package: Path = PACKAGE) -> str:
     for name in DIFF_FILES:
         if name not in reference:
             continue
-        target = as_practice(name, without_markers(reference[name]))
+        target = without_markers(reference[name])
         if mine:
             current = package / name
             before = current.read_text(encoding="utf-8") if current.is_file() else ""
-            before = as_practice(name, without_markers(before))
+            before = without_markers(before)
             label = f"mine/pi_course/{name}"
         else:
-            before, label = as_practice(name, make_starter(reference[name])), f"starter/pi_course/{name}"
+            before, label = make_starter(reference[name]), f"starter/pi_course/{name}"
         chunks += difflib.unified_diff(
             before.splitlines(keepends=True),
             target.splitlines(keepends=True),

@@ -12,6 +12,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from pi_course_here import edition_of
+
 from ...chapter.steps import BEYOND_TEST, COMPARE_TEST, FOCUSED_TEST, RULES_TEST
 
 # The pi_course package this module was imported as part of: a copy's own folder, even when this
@@ -79,12 +81,9 @@ def is_testable_tree(folder: Path) -> bool:
 
 
 def is_practice_copy(folder: Path) -> bool:
-    """A tree made by ``practice 05`` (its ``__init__.py`` says ``EDITION = "practice"``)."""
-    try:
-        source = (folder / "pi_course" / "__init__.py").read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return False
-    return 'EDITION = "practice"' in source or (folder / "LEARNING.md").is_file()
+    """A tree made by ``practice 05``: its ``pi_course`` is of the practice edition."""
+    package = folder / "pi_course"
+    return (package / "__init__.py").is_file() and edition_of(package) == "practice"
 
 
 def find_course_tree(start: Path) -> Path | None:

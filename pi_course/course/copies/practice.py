@@ -30,7 +30,6 @@ from .starters import (
     TARGET_FOLDER,
     TARGET_README,
     PracticeError,
-    as_practice,
     package_files,
     reference_sources,
     starter_sources,
@@ -202,8 +201,7 @@ def write_course_tree(root: Path) -> None:
     shipped.mkdir(parents=True)
     for name, text in reference_sources().items():
         (shipped / name).parent.mkdir(parents=True, exist_ok=True)
-        # as_practice: a learner who pastes the target's __init__.py keeps the copy a practice copy
-        (shipped / name).write_text(as_practice(name, text), encoding="utf-8")
+        (shipped / name).write_text(text, encoding="utf-8")
     (shipped / "README.md").write_text(TARGET_WARNING + TARGET_README, encoding="utf-8")
     (root / "tests").mkdir()
     for name in ("conftest.py", *SHIPPED_TESTS):

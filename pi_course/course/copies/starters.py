@@ -163,12 +163,6 @@ def reference_sources() -> dict[str, str]:
     return sources
 
 
-def as_practice(name: str, text: str) -> str:
-    if name == "__init__.py":
-        return text.replace('EDITION = "reference"', 'EDITION = "practice"', 1)
-    return text
-
-
 def starter_sources() -> dict[str, str]:
     """Every module of the package in its starter form, by file name."""
     reference = reference_sources()
@@ -176,7 +170,7 @@ def starter_sources() -> dict[str, str]:
     for name, path in package_files():
         if path.suffix == ".py":
             text = reference.get(name) or path.read_text(encoding="utf-8")
-            sources[name] = as_practice(name, make_starter(text))
+            sources[name] = make_starter(text)
     return sources
 
 

@@ -1,4 +1,4 @@
-"""Run ``check``'s pytest and probe inside this interpreter: the browser edition (no subprocess).
+"""Run ``check``'s red light and pytest inside this interpreter: the browser edition (no subprocess).
 
 In a browser tab (``pi_course_here.in_a_tab()``) there is no subprocess to run pytest in,
 so ``check`` runs it here, in the kernel, with the same arguments and the same junit report, read

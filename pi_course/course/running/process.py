@@ -1,6 +1,6 @@
 """Run one process with a bound on its time, its output in files, in a process group of its own.
 
-What ``check`` runs (the import probe, pytest) and what ``grade`` runs (a copy's sandboxed check)
+What ``check`` runs (the red light's import, pytest) and what ``grade`` runs (a copy's sandboxed check)
 go through :func:`run_bounded`: only the process itself is waited for, so a child it leaves
 holding the output open holds nothing up, and whatever it left in its group is stopped when it ends.
 """
@@ -22,7 +22,7 @@ MAX_OUTPUT_CHARS = 1_000_000  # what is kept of a process's output (a sandbox bo
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    """Stop the process and everything it started in its group (pytest, a probe, a learner's child)."""
+    """Stop the process and everything it started in its group (pytest, the red light, a learner's child)."""
     if os.name == "posix":
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(process.pid, signal.SIGKILL)

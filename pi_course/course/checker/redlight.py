@@ -1,4 +1,4 @@
-"""The import probe: does the tree's ``pi_course`` import, and does it have practice 5.1's two types?
+"""The red light: does the tree's ``pi_course`` import, and does it have practice 5.1's two types?
 
 It runs before any test, in a process of its own (in a browser: in the kernel). Its answer goes to a
 file the runner names in :data:`ANSWER_VARIABLE`, never to stdout: a learner's module that prints
@@ -20,8 +20,8 @@ from ..running import inkernel
 from .facts import Report
 from .import_failure import IMPORT_BOUND, import_failure_from_text
 
-ANSWER_VARIABLE = "PI_COURSE_PROBE_ANSWER"  # the file the probe writes its answer to (JSON)
-PROBE = f"""
+ANSWER_VARIABLE = "PI_COURSE_RED_LIGHT_ANSWER"  # the file the script writes its answer to (JSON)
+SCRIPT = f"""
 import dataclasses, json, os
 answer = os.environ.pop({ANSWER_VARIABLE!r})  # the learner's code never sees where the answer goes
 from pi_course import *  # every lesson module the facade exports, as the tests import them
@@ -36,20 +36,20 @@ with open(answer, "w", encoding="utf-8") as file:
 """
 
 
-def import_probe(root: Path, env: Mapping[str, str]) -> Report | None:
+def red_light(root: Path, env: Mapping[str, str]) -> Report | None:
     """Import the tree's ``pi_course`` alone: a red light before any test runs, else ``None``."""
     with tempfile.TemporaryDirectory() as scratch:
         answer = Path(scratch) / "answer.json"
         env = {**env, ANSWER_VARIABLE: str(answer)}
-        status, stdout, stderr = inkernel.run_python([sys.executable, "-c", PROBE], root, env, IMPORT_BOUND)
+        status, stdout, stderr = inkernel.run_python([sys.executable, "-c", SCRIPT], root, env, IMPORT_BOUND)
         if status is None:
             return Report({}, _stuck_line(), import_error=True, timed_out=True, output=stdout + stderr)
         said = answer.read_text(encoding="utf-8") if answer.is_file() else None
-    return verdict(status, said, stdout, stderr, root)
+    return red_light_of(status, said, stdout, stderr, root)
 
 
-def verdict(status: int, answer: str | None, stdout: str, stderr: str, root: Path) -> Report | None:
-    """The red light from the probe's exit status and answer; what the import printed is the output."""
+def red_light_of(status: int, answer: str | None, stdout: str, stderr: str, root: Path) -> Report | None:
+    """The red light from the script's exit status and answer; what the import printed is the output."""
     output = (stdout + stderr).strip()
     if status != 0:
         return Report({}, import_failure_from_text(stderr, root), import_error=True, output=output)
