@@ -14,6 +14,7 @@ import pytest
 
 from pi_course.chapter.steps import STEPS
 from pi_course.course.checker import refcache
+from pi_course.course.checker.plugin_path.pi_course_check.contract import REFERENCE_VARIABLE
 from pi_course.course.copies.starters import make_starter, reference_sources
 
 COMPARE = Path(__file__).resolve().parents[1] / "test_05_compare.py"
@@ -154,11 +155,11 @@ def test_a_forged_or_corrupt_file_is_not_read(tmp_path: Path) -> None:
 def test_it_is_off_unless_the_runner_sets_its_variable(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.delenv(refcache.VARIABLE, raising=False)
+    monkeypatch.delenv(REFERENCE_VARIABLE, raising=False)
     off = refcache.opened("transport", COMPARE, "reference_transport", ("transport.py", "sse.py"))
     off.put("input", [1])
     assert off.path is None and off.get("input") == (False, None)
-    monkeypatch.setenv(refcache.VARIABLE, str(tmp_path / "reference.json"))
+    monkeypatch.setenv(REFERENCE_VARIABLE, str(tmp_path / "reference.json"))
     on = refcache.opened("transport", COMPARE, "reference_transport", ("transport.py", "sse.py"))
     assert on.path == tmp_path / "reference-transport.json"
 

@@ -10,7 +10,8 @@ the HTTP transport, so editing them does not run the reference's transport again
 
 Entries are signed with :func:`.stepcache.signing_key`: a stale, corrupt or forged entry is just not
 found and costs the time of running the reference again. Only ``check`` in a copy turns it on (the
-runner sets :data:`VARIABLE`); ``grade``, ``check --path`` and a browser tab never read it.
+runner sets :data:`.contract.REFERENCE_VARIABLE`); ``grade``, ``check --path`` and a browser tab
+never read it.
 """
 
 from __future__ import annotations
@@ -38,7 +39,6 @@ from .plugin_path.pi_course_check.contract import (
 )
 from .stepcache import signing_key
 
-VARIABLE = REFERENCE_VARIABLE  # the kept file's path, set by the runner only for `check` in a copy
 FORMAT = 1
 PROTOCOL = "protocol.py"  # the lesson file that also holds the given types every piece builds on
 _PER_RUN = {PROGRESS_VARIABLE, STEPS_VARIABLE, REFERENCE_VARIABLE}
@@ -124,8 +124,9 @@ def _signature(secret: bytes, body: bytes) -> str:
 
 def opened(name: str, test_file: Path, entry: str, reference: tuple[str, ...]) -> Kept:
     """The kept observations of comparison ``name``, whose reference side is test function ``entry``
-    running the reference modules ``reference`` (file names); none kept unless :data:`VARIABLE` is set."""
-    where = os.environ.get(VARIABLE)
+    running the reference modules ``reference`` (file names); none kept unless the runner set
+    :data:`.contract.REFERENCE_VARIABLE`."""
+    where = os.environ.get(REFERENCE_VARIABLE)
     if not where:
         return Kept(None, "")
     try:

@@ -19,9 +19,8 @@ from ...chapter.steps import BEYOND_TEST, COMPARE_TEST, FOCUSED_TEST, RULES_TEST
 # The pi_course package this module was imported as part of: a copy's own folder, even when this
 # module itself comes from the installed wheel (the browser edition, pi_course_here.CopyFinder).
 PACKAGE = Path(sys.modules[__name__.partition(".")[0]].__file__ or "").resolve().parent
-CACHE_FILE = (
-    Path(".pi_course") / "check-cache.json"
-)  # what check keeps in a copy, beside pi_course/ and tests/
+# What check keeps in a copy, beside pi_course/ and tests/.
+CACHE_FILE = Path(".pi_course") / "check-cache.json"
 
 __all__ = [
     "CACHE_FILE",
